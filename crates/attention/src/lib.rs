@@ -1,0 +1,67 @@
+//! The attention core of attnbook: every formula the article series computes, in `f64`,
+//! with no I/O and no plotting.
+//!
+//! Vectors are `Array1<f64>`; matrices are `Array2<f64>` whose **rows are positions**
+//! (one key, value or query per row). Every function accepts `&` of an owned array or of a
+//! view. Everything is re-exported flat, so `use attention::*` is enough.
+//!
+//! The modules follow the path of one attention step:
+//!
+//! 1. `init` - seeded parameters (`xavier_uniform`, `randn2`, ...).
+//! 2. `scores`, `additive` - how well a query matches each key: dot, scaled dot, general,
+//!    concat (Luong) and additive (Bahdanau).
+//! 3. `mask` - which keys a query may see (`causal_mask`, `padding_mask`).
+//! 4. `softmax` - scores to weights, masked or not, never NaN.
+//! 5. `attend` - weights to a context vector, and `scaled_dot_product_attention` end to end.
+//! 6. `multihead`, `local`, `coverage` - the variants: several heads, a window, memory of
+//!    past weights.
+//! 7. `metrics`, `loss` - entropy and friends; cross-entropy against a target alignment.
+//! 8. `grad` - backward passes, so a scorer can be trained with SGD.
+//!
+//! Misuse (mismatched shapes) panics with a message naming the function; each such function
+//! documents it under `# Panics`, and `try_*` variants return [`AttentionError`] instead.
+//!
+//! ```
+//! use attention::*;
+//! use ndarray::array;
+//!
+//! let s = array![1.0, 0.0];
+//! let h = array![[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]];
+//! let w = softmax(&dot_scores(&s, &h));
+//! assert!((w.sum() - 1.0).abs() < 1e-12);
+//! let context = attend(&w, &h);
+//! assert_eq!(context.len(), 2);
+//! ```
+
+mod additive;
+mod attend;
+mod coverage;
+mod error;
+mod grad;
+mod init;
+mod local;
+mod loss;
+mod mask;
+mod metrics;
+mod multihead;
+mod scores;
+mod softmax;
+#[cfg(test)]
+mod test_util;
+
+pub use additive::{Additive, Precomputed};
+pub use attend::{attend, scaled_dot_product_attention, try_scaled_dot_product_attention};
+pub use coverage::{Coverage, coverage_penalty};
+pub use error::AttentionError;
+pub use grad::{AdditiveGrads, GeneralGrads, general_scores_backward, softmax_backward};
+pub use init::{randn1, randn2, xavier_normal, xavier_uniform};
+pub use local::{local_attention, local_window, predict_position, try_local_attention};
+pub use loss::{cross_entropy, softmax_cross_entropy_grad};
+pub use mask::{causal_mask, combine_masks, padding_mask};
+pub use metrics::{argmax, entropy, kl_divergence};
+pub use multihead::{MultiHead, MultiHeadOutput, concat_heads, split_heads};
+pub use scores::{Concat, dot_scores, general_scores, scaled_dot_scores};
+pub use softmax::{
+    log_softmax, masked_softmax, masked_softmax_rows, softmax, softmax_rows, try_softmax,
+    try_softmax_rows,
+};

@@ -1,0 +1,310 @@
+//! Line charts: several named series over a shared x axis, linear or logarithmic.
+//!
+//! The legend is laid out by this module (a row above the plot, wrapping), not by plotters,
+//! whose svg-only text estimate makes legends with Chinese names about twice too wide.
+
+use plotters::element::{Circle, EmptyElement, Polygon, Rectangle, TriangleMarker};
+use plotters::series::LineSeries;
+use plotters::style::text_anchor::{HPos, VPos};
+use plotters::style::{Color, RGBColor, ShapeStyle};
+
+use super::frame::{Frame, text_at};
+use super::scale::Scale;
+use super::text;
+use super::theme::{self, MARGIN, TICK_PX};
+use super::{Area, Chart, ChartResult};
+use crate::value::Scalar;
+
+/// Series with more points than this are drawn without markers.
+const MAX_MARKED_POINTS: usize = 40;
+/// Legend geometry: swatch length, gap after it, gap between entries, row height.
+const SWATCH: f64 = 22.0;
+const SWATCH_GAP: f64 = 6.0;
+const ENTRY_GAP: f64 = 18.0;
+const LEGEND_ROW: f64 = TICK_PX * 1.6;
+
+/// A line chart of named series.
+///
+/// ```
+/// # use lab::prelude::*;
+/// let n = [16.0, 64.0, 256.0, 1024.0];
+/// let chart = Line::new()
+///     .series("点积", n, n.map(|x| 0.1 * x))
+///     .series("加性", n, n.map(|x| 2.5 * x))
+///     .log_x()
+///     .log_y()
+///     .x_label("序列长度 n")
+///     .y_label("耗时 (µs)");
+/// assert!(chart.to_svg("耗时").unwrap().contains("加性"));
+/// ```
+#[derive(Debug, Clone)]
+pub struct Line {
+    series: Vec<Series>,
+    x_label: Option<String>,
+    y_label: Option<String>,
+    log_x: bool,
+    log_y: bool,
+    y_range: Option<(f64, f64)>,
+    size: (u32, u32),
+}
+
+#[derive(Debug, Clone)]
+struct Series {
+    name: String,
+    points: Vec<(f64, f64)>,
+}
+
+impl Series {
+    /// Whether points get markers: only when they are few enough to tell apart.
+    fn marked(&self) -> bool {
+        self.points.len() <= MAX_MARKED_POINTS
+    }
+}
+
+impl Default for Line {
+    fn default() -> Self {
+        Line {
+            series: Vec::new(),
+            x_label: None,
+            y_label: None,
+            log_x: false,
+            log_y: false,
+            y_range: None,
+            size: theme::CHART_SIZE,
+        }
+    }
+}
+
+impl Line {
+    /// An empty line chart.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a series named `name` (shown in the legend) through the points `(xs[i], ys[i])`.
+    /// Both accept any numbers: arrays, vectors, `&Array1<f64>`, ranges of integers.
+    ///
+    /// # Panics
+    ///
+    /// If `xs` and `ys` differ in length.
+    #[track_caller]
+    pub fn series<X, Y>(mut self, name: impl Into<String>, xs: X, ys: Y) -> Self
+    where
+        X: IntoIterator,
+        X::Item: Scalar,
+        Y: IntoIterator,
+        Y::Item: Scalar,
+    {
+        let name = name.into();
+        let xs: Vec<f64> = xs.into_iter().map(Scalar::to_f64).collect();
+        let ys: Vec<f64> = ys.into_iter().map(Scalar::to_f64).collect();
+        assert_eq!(
+            xs.len(),
+            ys.len(),
+            "series `{name}` needs as many x as y values: {} x, {} y",
+            xs.len(),
+            ys.len()
+        );
+        self.series.push(Series {
+            name,
+            points: xs.into_iter().zip(ys).collect(),
+        });
+        self
+    }
+
+    /// Title of the x axis.
+    pub fn x_label(mut self, label: impl Into<String>) -> Self {
+        self.x_label = Some(label.into());
+        self
+    }
+
+    /// Title of the y axis.
+    pub fn y_label(mut self, label: impl Into<String>) -> Self {
+        self.y_label = Some(label.into());
+        self
+    }
+
+    /// A base-10 logarithmic x axis (all x values must be positive).
+    pub fn log_x(mut self) -> Self {
+        self.log_x = true;
+        self
+    }
+
+    /// A base-10 logarithmic y axis (all y values must be positive).
+    pub fn log_y(mut self) -> Self {
+        self.log_y = true;
+        self
+    }
+
+    /// Fixes the y axis to cover `lo..=hi`.
+    pub fn y_range(mut self, lo: f64, hi: f64) -> Self {
+        self.y_range = Some((lo, hi));
+        self
+    }
+
+    /// Canvas size in pixels (default 640 x 400).
+    pub fn size(mut self, width: u32, height: u32) -> Self {
+        self.size = (width, height);
+        self
+    }
+
+    fn scale(
+        &self,
+        axis: &str,
+        log: bool,
+        pick: impl Fn(&(f64, f64)) -> f64,
+    ) -> Result<Scale, String> {
+        let values = self.series.iter().flat_map(|s| s.points.iter().map(&pick));
+        let finite: Vec<f64> = values.filter(|v| v.is_finite()).collect();
+        let lo = finite.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = finite.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        if !log {
+            return Ok(Scale::linear(lo, hi));
+        }
+        if lo <= 0.0 {
+            return Err(format!(
+                "the {axis} axis is logarithmic but a value is {lo}"
+            ));
+        }
+        Ok(if finite.is_empty() {
+            Scale::log(1.0, 10.0)
+        } else {
+            Scale::log(lo, hi)
+        })
+    }
+
+    fn names(&self) -> Vec<&str> {
+        self.series.iter().map(|s| s.name.as_str()).collect()
+    }
+}
+
+impl Chart for Line {
+    fn size(&self) -> (u32, u32) {
+        self.size
+    }
+
+    fn draw(&self, area: Area<'_>) -> ChartResult {
+        let x = self.scale("x", self.log_x, |p| p.0)?;
+        let y = match self.y_range {
+            Some((lo, hi)) if !self.log_y => Scale::linear(lo, hi),
+            Some((lo, hi)) => Scale::log(lo, hi),
+            None => self.scale("y", self.log_y, |p| p.1)?,
+        };
+        let legend_width = f64::from(self.size.0 - 2 * MARGIN);
+        let rows = legend_rows(&self.names(), legend_width);
+        let legend_height = (rows.len() as f64 * LEGEND_ROW).ceil() as u32;
+        let frame = Frame {
+            x,
+            y,
+            x_desc: self.x_label.as_deref(),
+            y_desc: self.y_label.as_deref(),
+            x_extra: 0,
+            top: MARGIN + legend_height,
+            x_grid: true,
+        };
+        let mut chart = frame.draw(&area)?;
+        for (i, series) in self.series.iter().enumerate() {
+            let points: Vec<(f64, f64)> = series
+                .points
+                .iter()
+                .filter(|(a, b)| a.is_finite() && b.is_finite())
+                .map(|&(a, b)| (frame.x.to_plot(a), frame.y.to_plot(b)))
+                .collect();
+            let color = theme::series_color(i);
+            chart.draw_series(LineSeries::new(
+                points.iter().copied(),
+                color.stroke_width(2),
+            ))?;
+            if series.marked() {
+                for p in &points {
+                    marker(&area, i, chart.backend_coord(p), color)?;
+                }
+            }
+        }
+        let left = chart.plotting_area().get_pixel_range().0.start;
+        draw_legend(&area, self, &rows, (left, MARGIN as i32))
+    }
+}
+
+/// Legend entries (series index, x offset) per row, wrapping at `width`; series without a
+/// name are left out, and no series with a name means no legend.
+fn legend_rows(names: &[&str], width: f64) -> Vec<Vec<(usize, f64)>> {
+    let mut rows: Vec<Vec<(usize, f64)>> = Vec::new();
+    let mut x = 0.0;
+    for (i, name) in names.iter().enumerate().filter(|(_, n)| !n.is_empty()) {
+        let entry = SWATCH + SWATCH_GAP + text::width(name, TICK_PX);
+        if rows.is_empty() || (x > 0.0 && x + entry > width) {
+            rows.push(Vec::new());
+            x = 0.0;
+        }
+        rows.last_mut().expect("a row was just pushed").push((i, x));
+        x += entry + ENTRY_GAP;
+    }
+    rows
+}
+
+/// Draws the legend rows from `origin` (backend pixels): a swatch of each series' line and
+/// marker, then its name.
+fn draw_legend(
+    area: &Area<'_>,
+    line: &Line,
+    rows: &[Vec<(usize, f64)>],
+    origin: (i32, i32),
+) -> ChartResult {
+    let (bx, by) = area.get_base_pixel();
+    let label_style = theme::anchored(TICK_PX, HPos::Left, VPos::Center);
+    for (r, row) in rows.iter().enumerate() {
+        let y = origin.1 + (LEGEND_ROW * (r as f64 + 0.5)) as i32;
+        for &(i, offset) in row {
+            let x = origin.0 + offset as i32;
+            let color = theme::series_color(i);
+            let swatch = Rectangle::new([(0, -1), (SWATCH as i32, 1)], color.filled());
+            area.draw(&(EmptyElement::at((x - bx, y - by)) + swatch))?;
+            if line.series[i].marked() {
+                marker(area, i, (x + SWATCH as i32 / 2, y), color)?;
+            }
+            let label_x = x + (SWATCH + SWATCH_GAP) as i32;
+            text_at(area, &line.series[i].name, (label_x, y), &label_style)?;
+        }
+    }
+    Ok(())
+}
+
+/// Draws the marker of series `series` at backend pixel `at`: circle, square, triangle,
+/// diamond, so that series differ by more than colour.
+fn marker(area: &Area<'_>, series: usize, at: (i32, i32), color: RGBColor) -> ChartResult {
+    let (bx, by) = area.get_base_pixel();
+    let at = (at.0 - bx, at.1 - by);
+    let style: ShapeStyle = color.filled();
+    match series % 4 {
+        0 => area.draw(&Circle::new(at, 3, style))?,
+        1 => area.draw(&(EmptyElement::at(at) + Rectangle::new([(-3, -3), (3, 3)], style)))?,
+        2 => area.draw(&TriangleMarker::new(at, 4, style))?,
+        _ => area.draw(
+            &(EmptyElement::at(at) + Polygon::new(vec![(0, -4), (4, 0), (0, 4), (-4, 0)], style)),
+        )?,
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn legend_wraps_when_entries_do_not_fit() {
+        let rows = legend_rows(&["点积注意力", "缩放点积注意力", "加性注意力"], 200.0);
+        assert!(rows.len() >= 2);
+        assert_eq!(rows.iter().map(Vec::len).sum::<usize>(), 3);
+        assert_eq!(legend_rows(&["一", "二"], 600.0).len(), 1);
+        assert!(legend_rows(&["", ""], 600.0).is_empty());
+        assert_eq!(legend_rows(&["", "二"], 600.0), [vec![(1, 0.0)]]);
+    }
+
+    #[test]
+    fn log_axis_refuses_non_positive_values() {
+        let line = Line::new().series("a", [0.0, 1.0], [1.0, 2.0]).log_x();
+        let err = line.to_svg("x").unwrap_err().to_string();
+        assert!(err.contains("logarithmic"), "{err}");
+    }
+}

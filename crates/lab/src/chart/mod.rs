@@ -1,0 +1,115 @@
+//! Charts for `lab.figure`: ready-made bar, panel, line and heatmap charts in one theme, and
+//! [`Custom`] for anything else drawn with plotters.
+//!
+//! Every chart renders through plotters' SVG backend in svg-only mode: plotters never looks a
+//! font up, text stays `<text>` and the reader's browser draws the (Chinese) glyphs. The
+//! finished SVG scales to its container, has no background and draws text and axes in
+//! `currentColor`, so it reads in light and dark mode (see `svg` for the post-processing and
+//! [`theme`] for colours and sizes).
+
+use std::error::Error;
+
+use plotters::coord::Shift;
+use plotters::drawing::{DrawingArea, IntoDrawingArea};
+use plotters::prelude::SVGBackend;
+
+mod bar;
+mod frame;
+mod heatmap;
+mod line;
+mod panels;
+mod scale;
+mod svg;
+mod text;
+pub mod theme;
+
+pub use bar::Bar;
+pub use heatmap::Heatmap;
+pub use line::Line;
+pub use panels::Panels;
+
+/// The canvas a chart draws on: plotters' SVG backend, pixel coordinates from the top left.
+pub type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
+
+/// What drawing returns; any plotters error converts into it with `?`.
+pub type ChartResult = Result<(), Box<dyn Error>>;
+
+/// Something `lab.figure` can draw.
+pub trait Chart {
+    /// Canvas size in pixels; the SVG's `viewBox`.
+    fn size(&self) -> (u32, u32);
+
+    /// Draws the chart on a canvas of [`Chart::size`].
+    fn draw(&self, area: Area<'_>) -> ChartResult;
+
+    /// Renders the finished SVG document, with `title` as its accessible name.
+    fn to_svg(&self, title: &str) -> Result<String, Box<dyn Error>> {
+        let size = self.size();
+        let mut raw = String::new();
+        {
+            let root = SVGBackend::with_string(&mut raw, size).into_drawing_area();
+            self.draw(root.clone())?;
+            root.present()?;
+        }
+        Ok(svg::finish(&raw, size, title))
+    }
+}
+
+impl<C: Chart + ?Sized> Chart for &C {
+    fn size(&self) -> (u32, u32) {
+        (**self).size()
+    }
+
+    fn draw(&self, area: Area<'_>) -> ChartResult {
+        (**self).draw(area)
+    }
+}
+
+/// A chart drawn by a closure with plotters, for plots the ready-made charts do not cover.
+///
+/// The closure gets the whole canvas. Drawing in [`theme::INK`] (or plotters' `BLACK`) gives
+/// text and lines that follow the page colour; a white background fill is removed.
+///
+/// ```
+/// # use lab::prelude::*;
+/// use plotters::prelude::*;
+/// let chart = Custom::new((480, 300), |area| {
+///     let mut chart = ChartBuilder::on(&area)
+///         .margin(12)
+///         .x_label_area_size(30)
+///         .y_label_area_size(40)
+///         .build_cartesian_2d(-3.0..3.0, 0.0..1.0)?;
+///     chart.configure_mesh().label_style(theme::text(13.0)).draw()?;
+///     let sigmoid = (-30..=30).map(|i| i as f64 / 10.0).map(|x| (x, 1.0 / (1.0 + (-x).exp())));
+///     chart.draw_series(LineSeries::new(sigmoid, theme::series_color(0).stroke_width(2)))?;
+///     Ok(())
+/// });
+/// assert!(chart.to_svg("sigmoid").unwrap().contains("currentColor"));
+/// ```
+pub struct Custom<F> {
+    size: (u32, u32),
+    draw: F,
+}
+
+impl<F> Custom<F>
+where
+    F: Fn(Area<'_>) -> ChartResult,
+{
+    /// A `size` canvas (width, height in pixels) drawn by `draw`.
+    pub fn new(size: (u32, u32), draw: F) -> Self {
+        Custom { size, draw }
+    }
+}
+
+impl<F> Chart for Custom<F>
+where
+    F: Fn(Area<'_>) -> ChartResult,
+{
+    fn size(&self) -> (u32, u32) {
+        self.size
+    }
+
+    fn draw(&self, area: Area<'_>) -> ChartResult {
+        (self.draw)(area)
+    }
+}

@@ -1,0 +1,209 @@
+//! The `lab` object every experiment block sees.
+//!
+//! It owns the chapter's seeded RNG and accumulates the [`ChapterResults`] that the runner
+//! writes out at the end. Mistakes an author can make here (a bad or duplicate name, a ragged
+//! table, a chart that fails to render) panic: the runner reports a panic at the Markdown line
+//! of the block, and `#[track_caller]` makes that line the call in the block, not a line in
+//! this crate.
+
+use std::collections::HashSet;
+use std::fmt::Display;
+use std::io::Write as _;
+
+use lab_protocol::{ChapterResults, Figure, Number, Table, Value};
+use rand::SeedableRng;
+use rand::rngs::StdRng;
+
+use crate::bench;
+use crate::chart::Chart;
+use crate::random::RandnShape;
+use crate::value::{IntoValue, NameIndex, check_name};
+
+/// The experiment context of one chapter: seeded RNG, named values, tables, figures, timing.
+pub struct Lab {
+    results: ChapterResults,
+    rng: StdRng,
+    block: usize,
+    value_names: NameIndex,
+    table_names: HashSet<String>,
+    figure_names: HashSet<String>,
+}
+
+impl Lab {
+    /// A fresh context for `chapter`, its RNG seeded with `seed`.
+    pub fn new(chapter: &str, seed: u64) -> Self {
+        Lab {
+            results: ChapterResults {
+                chapter: chapter.to_owned(),
+                seed,
+                ..ChapterResults::default()
+            },
+            rng: StdRng::seed_from_u64(seed),
+            block: 0,
+            value_names: NameIndex::default(),
+            table_names: HashSet::new(),
+            figure_names: HashSet::new(),
+        }
+    }
+
+    /// Announces that block `index` starts: prints its marker line on stdout so the generator
+    /// can attribute the output that follows to it.
+    pub fn begin_block(&mut self, index: usize) {
+        let mut out = std::io::stdout().lock();
+        // A block's output must not leak past its marker, and stdout being closed must not
+        // stop the experiment: errors are ignored.
+        let _ = out.flush();
+        let _ = out.write_all(lab_protocol::block_marker(index).as_bytes());
+        let _ = out.flush();
+        self.block = index;
+        self.results.blocks_started += 1;
+    }
+
+    /// The index of the block that runs now (0 before the first `begin_block`).
+    pub fn current_block(&self) -> usize {
+        self.block
+    }
+
+    /// The chapter's seeded random number generator.
+    pub fn rng(&mut self) -> &mut StdRng {
+        &mut self.rng
+    }
+
+    /// Standard-normal samples of a shape: `randn(32)` is an `Array1<f64>`, `randn((7, 32))` an
+    /// `Array2<f64>` with 7 rows.
+    pub fn randn<S: RandnShape>(&mut self, shape: S) -> S::Output {
+        shape.randn(&mut self.rng)
+    }
+
+    /// Records a named value: a number, a vector (quoted as `name.0`, `name.1`, ...) or a
+    /// matrix (`name.i.j`).
+    ///
+    /// # Panics
+    ///
+    /// If the name is malformed or already used in this chapter.
+    #[track_caller]
+    pub fn value(&mut self, name: &str, x: impl IntoValue) {
+        let (shape, data) = x.into_value();
+        self.record_value(name, shape, data, false);
+    }
+
+    /// Times `f` (warm-up, batches of a few milliseconds, median of up to 21 samples, about
+    /// 0.3 s in all), records the median nanoseconds per call as the volatile value `name`
+    /// and returns it.
+    ///
+    /// # Panics
+    ///
+    /// If the name is malformed or already used in this chapter.
+    #[track_caller]
+    pub fn bench<R>(&mut self, name: &str, f: impl FnMut() -> R) -> f64 {
+        // Check the name first: a typo should not cost the measuring time.
+        fail(check_name(name).map_err(|e| format!("value name: {e}")));
+        let ns = bench::median_ns(f);
+        self.record_value(name, Vec::new(), vec![ns], true);
+        ns
+    }
+
+    /// Records a table of preformatted cells, placed in the prose by `{{table: name}}`.
+    ///
+    /// # Panics
+    ///
+    /// If the name is malformed or taken by another table, or a row's length differs from the
+    /// number of headers.
+    #[track_caller]
+    pub fn table<H, R>(&mut self, name: &str, headers: H, rows: R)
+    where
+        H: IntoIterator,
+        H::Item: Display,
+        R: IntoIterator,
+        R::Item: IntoIterator,
+        <R::Item as IntoIterator>::Item: Display,
+    {
+        claim(&mut self.table_names, "table", name);
+        let headers: Vec<String> = headers.into_iter().map(|h| h.to_string()).collect();
+        let rows: Vec<Vec<String>> = rows
+            .into_iter()
+            .map(|row| row.into_iter().map(|cell| cell.to_string()).collect())
+            .collect();
+        if let Some((i, row)) = rows
+            .iter()
+            .enumerate()
+            .find(|(_, r)| r.len() != headers.len())
+        {
+            panic!(
+                "table `{name}`: row {i} has {} cells but there are {} headers",
+                row.len(),
+                headers.len()
+            );
+        }
+        let block = self.block;
+        self.results.tables.push(Table {
+            name: name.to_owned(),
+            block,
+            headers,
+            rows,
+        });
+    }
+
+    /// Renders `chart` to SVG and records it as figure `name` with `caption` (also its alt
+    /// text).
+    ///
+    /// # Panics
+    ///
+    /// If the name is malformed or taken by another figure, or the chart fails to render.
+    #[track_caller]
+    pub fn figure(&mut self, name: &str, caption: &str, chart: impl Chart) {
+        claim(&mut self.figure_names, "figure", name);
+        // A `match`, not `unwrap_or_else`: a closure would not carry `#[track_caller]`.
+        let svg = match chart.to_svg(caption) {
+            Ok(svg) => svg,
+            Err(e) => panic!("figure `{name}` failed to render: {e}"),
+        };
+        let block = self.block;
+        self.results.figures.push(Figure {
+            name: name.to_owned(),
+            block,
+            caption: caption.to_owned(),
+            svg,
+        });
+    }
+
+    /// Everything recorded so far.
+    pub fn results(&self) -> &ChapterResults {
+        &self.results
+    }
+
+    /// Ends the run and hands back what it recorded.
+    pub fn into_results(self) -> ChapterResults {
+        self.results
+    }
+
+    #[track_caller]
+    fn record_value(&mut self, name: &str, shape: Vec<usize>, data: Vec<f64>, volatile: bool) {
+        fail(check_name(name).map_err(|e| format!("value name: {e}")));
+        fail(self.value_names.insert(name, shape.len()));
+        self.results.values.push(Value {
+            name: name.to_owned(),
+            block: self.block,
+            shape,
+            data: data.into_iter().map(Number).collect(),
+            volatile,
+        });
+    }
+}
+
+/// Takes `name` for a table or figure, panicking if it is malformed or taken.
+#[track_caller]
+fn claim(names: &mut HashSet<String>, kind: &str, name: &str) {
+    fail(check_name(name).map_err(|e| format!("{kind} name: {e}")));
+    if !names.insert(name.to_owned()) {
+        panic!("{kind} `{name}` recorded twice; names must be unique within a chapter");
+    }
+}
+
+/// Panics with the message of an author error.
+#[track_caller]
+fn fail(result: Result<(), String>) {
+    if let Err(message) = result {
+        panic!("{message}");
+    }
+}

@@ -1,0 +1,19 @@
+//! Everything an experiment block sees through `use lab::prelude::*`.
+//!
+//! The attention core, ndarray (with its prelude: `array!`, `s!`, `Array1`, `Axis`, ...), the
+//! random-number traits needed for `lab.rng()`, and the chart types. plotters itself is
+//! reachable as `plotters::...` for custom charts (`use plotters::prelude::*;` in a block).
+
+pub use attention::*;
+
+pub use ndarray::prelude::*;
+pub use ndarray::{self, Array, ArrayRef1, ArrayRef2, ArrayView, Ix1, Ix2, Zip, array, s};
+
+pub use rand::rngs::StdRng;
+pub use rand::{Rng, RngExt, SeedableRng};
+pub use rand_distr::{Distribution, Normal, StandardNormal, Uniform};
+
+pub use plotters;
+
+pub use crate::chart::{Area, Bar, Chart, ChartResult, Custom, Heatmap, Line, Panels, theme};
+pub use crate::{IntoValue, Lab, RandnShape};

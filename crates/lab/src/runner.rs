@@ -1,0 +1,229 @@
+//! The `main` of a generated experiment binary.
+//!
+//! The generator runs `BINARY <chapter-slug> <seed> <results.json>` once per chapter. The
+//! results file is written whatever happens in the chapter, so that values recorded before a
+//! panic still reach the generator together with the panic's location. Exit codes: 0 the
+//! chapter ran, 101 it panicked (as an uncaught Rust panic would), 2 bad arguments or the
+//! results could not be written.
+
+use std::cell::RefCell;
+use std::io::Write as _;
+use std::panic::{self, AssertUnwindSafe, PanicHookInfo};
+use std::path::Path;
+use std::sync::Once;
+
+use lab_protocol::{ChapterResults, Panic};
+
+use crate::Lab;
+
+/// The function the generator emits for one chapter: all of its blocks, in order.
+pub type ChapterFn = fn(&mut Lab);
+
+/// Exit code when the chapter panicked (the code of an uncaught panic).
+const EXIT_PANIC: i32 = 101;
+/// Exit code for bad arguments or an unwritable results file.
+const EXIT_ERROR: i32 = 2;
+
+/// Runs the chapter named on the command line and exits; see the module docs for the contract.
+pub fn run_main(chapters: &[(&str, ChapterFn)]) -> ! {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    std::process::exit(main_with_args(&args, chapters))
+}
+
+/// Everything `run_main` does except reading the process arguments and exiting.
+fn main_with_args(args: &[String], chapters: &[(&str, ChapterFn)]) -> i32 {
+    let (slug, seed, path) = match parse_args(args) {
+        Ok(parsed) => parsed,
+        Err(message) => {
+            eprintln!("error: {message}");
+            eprintln!("usage: <experiment-binary> <chapter-slug> <seed> <results.json>");
+            return EXIT_ERROR;
+        }
+    };
+    let Some(&(_, chapter)) = chapters.iter().find(|(name, _)| *name == slug) else {
+        let known: Vec<&str> = chapters.iter().map(|(name, _)| *name).collect();
+        eprintln!(
+            "error: unknown chapter `{slug}`; this binary has: {}",
+            known.join(", ")
+        );
+        return EXIT_ERROR;
+    };
+    let results = run_chapter(slug, seed, chapter);
+    if let Err(e) = write_atomically(Path::new(path), &results) {
+        eprintln!("error: cannot write the results to {path}: {e}");
+        return EXIT_ERROR;
+    }
+    if results.panic.is_some() {
+        EXIT_PANIC
+    } else {
+        0
+    }
+}
+
+fn parse_args(args: &[String]) -> Result<(&str, u64, &str), String> {
+    let [slug, seed, path] = args else {
+        return Err(format!("expected 3 arguments, got {}", args.len()));
+    };
+    let seed = seed
+        .parse()
+        .map_err(|_| format!("the seed must be an unsigned 64-bit integer, got `{seed}`"))?;
+    Ok((slug, seed, path))
+}
+
+/// Runs one chapter to completion or to its first uncaught panic and returns what it recorded.
+///
+/// The panic (message, location, block) is in [`ChapterResults::panic`]; the usual panic message
+/// is still printed on stderr.
+pub fn run_chapter(slug: &str, seed: u64, chapter: impl FnOnce(&mut Lab)) -> ChapterResults {
+    install_panic_hook();
+    LAST_PANIC.with_borrow_mut(|last| *last = None);
+    let mut lab = Lab::new(slug, seed);
+    // Unwind safety: after a panic `lab` is only read, to hand back what was recorded.
+    let outcome = panic::catch_unwind(AssertUnwindSafe(|| chapter(&mut lab)));
+    let _ = std::io::stdout().flush();
+    let block = lab.current_block();
+    let mut results = lab.into_results();
+    if outcome.is_err() {
+        results.panic = Some(match LAST_PANIC.with_borrow_mut(Option::take) {
+            Some(seen) => seen.into_panic(block),
+            // A panic that bypassed the hook (another hook was installed over ours).
+            None => PanicSeen::unknown().into_panic(block),
+        });
+    }
+    results
+}
+
+/// A panic as the hook saw it, before the runner knows which block was running.
+struct PanicSeen {
+    message: String,
+    file: String,
+    line: u32,
+    column: u32,
+}
+
+impl PanicSeen {
+    fn from_hook(info: &PanicHookInfo<'_>) -> Self {
+        let payload = info.payload();
+        let message = payload
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_owned())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "Box<dyn Any>".to_owned());
+        let (file, line, column) = info.location().map_or((String::new(), 0, 0), |l| {
+            (l.file().to_owned(), l.line(), l.column())
+        });
+        PanicSeen {
+            message,
+            file,
+            line,
+            column,
+        }
+    }
+
+    fn unknown() -> Self {
+        PanicSeen {
+            message: "panic".to_owned(),
+            file: String::new(),
+            line: 0,
+            column: 0,
+        }
+    }
+
+    fn into_panic(self, block: usize) -> Panic {
+        let PanicSeen {
+            message,
+            file,
+            line,
+            column,
+        } = self;
+        Panic {
+            message,
+            file,
+            line,
+            column,
+            block,
+        }
+    }
+}
+
+thread_local! {
+    // Thread-local rather than a global: the panic is caught on the thread that raised it, and
+    // parallel tests (or a chapter's own threads) cannot overwrite each other's records.
+    static LAST_PANIC: RefCell<Option<PanicSeen>> = const { RefCell::new(None) };
+}
+
+/// Wraps the current panic hook once: record the panic, then print it as usual.
+fn install_panic_hook() {
+    static INSTALL: Once = Once::new();
+    INSTALL.call_once(|| {
+        let previous = panic::take_hook();
+        panic::set_hook(Box::new(move |info| {
+            let seen = PanicSeen::from_hook(info);
+            // `try_with`: a panic during thread teardown must not panic again in the hook.
+            let _ = LAST_PANIC.try_with(|last| {
+                if let Ok(mut last) = last.try_borrow_mut() {
+                    *last = Some(seen);
+                }
+            });
+            previous(info);
+        }));
+    });
+}
+
+/// Writes the results next to `path` under a temporary name, then renames it into place, so
+/// the generator never reads a half-written file.
+fn write_atomically(path: &Path, results: &ChapterResults) -> std::io::Result<()> {
+    let json = serde_json::to_vec(results)?;
+    let file_name = path
+        .file_name()
+        .ok_or_else(|| std::io::Error::other("the results path has no file name"))?;
+    let mut tmp_name = std::ffi::OsString::from(".");
+    tmp_name.push(file_name);
+    tmp_name.push(format!(".{}.tmp", std::process::id()));
+    let tmp = path.with_file_name(tmp_name);
+    let written = std::fs::write(&tmp, json).and_then(|()| std::fs::rename(&tmp, path));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(items: &[&str]) -> Vec<String> {
+        items.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    #[test]
+    fn arguments_are_slug_seed_path() {
+        let parsed = args(&["01-why", "42", "/tmp/r.json"]);
+        assert_eq!(parse_args(&parsed).unwrap(), ("01-why", 42, "/tmp/r.json"));
+        assert!(
+            parse_args(&args(&["01-why", "-1", "x"]))
+                .unwrap_err()
+                .contains("seed")
+        );
+        assert!(
+            parse_args(&args(&["01-why"]))
+                .unwrap_err()
+                .contains("3 arguments")
+        );
+    }
+
+    #[test]
+    fn bad_arguments_and_unknown_chapters_exit_2() {
+        let chapters: [(&str, ChapterFn); 1] = [("a", |_| {})];
+        assert_eq!(main_with_args(&args(&["a"]), &chapters), EXIT_ERROR);
+        let unknown = args(&["b", "1", "/nonexistent/r.json"]);
+        assert_eq!(main_with_args(&unknown, &chapters), EXIT_ERROR);
+    }
+
+    #[test]
+    fn unwritable_results_exit_2() {
+        let chapters: [(&str, ChapterFn); 1] = [("a", |_| {})];
+        let to_missing_dir = args(&["a", "1", "/nonexistent-dir/r.json"]);
+        assert_eq!(main_with_args(&to_missing_dir, &chapters), EXIT_ERROR);
+    }
+}

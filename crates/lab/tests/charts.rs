@@ -1,0 +1,202 @@
+//! Every chart kind renders a well-formed, responsive, themeable SVG with its Chinese labels.
+
+use lab::prelude::*;
+use plotters::prelude::{BLACK, ChartBuilder, IntoFont, LineSeries, WHITE};
+
+/// Parses `svg` and checks what every chart must satisfy; returns the text of its `<text>`
+/// elements.
+fn check_svg(svg: &str, caption: &str) -> Vec<String> {
+    let doc = roxmltree::Document::parse(svg).unwrap_or_else(|e| panic!("not XML: {e}\n{svg}"));
+    let root = doc.root_element();
+    assert_eq!(root.tag_name().name(), "svg");
+    assert_eq!(root.attribute("width"), Some("100%"));
+    assert_eq!(
+        root.attribute("height"),
+        None,
+        "a fixed height would break scaling"
+    );
+    assert_eq!(root.attribute("role"), Some("img"));
+    let view_box: Vec<f64> = root
+        .attribute("viewBox")
+        .unwrap()
+        .split(' ')
+        .map(|n| n.parse().unwrap())
+        .collect();
+    assert!(view_box[2] > 100.0 && view_box[3] > 100.0, "{view_box:?}");
+    let title = root.first_element_child().unwrap();
+    assert_eq!(
+        (title.tag_name().name(), title.text()),
+        ("title", Some(caption))
+    );
+
+    assert!(svg.contains("currentColor"));
+    assert!(
+        !svg.contains("#000000") && !svg.contains("#010203"),
+        "hard black left in the SVG"
+    );
+    let texts: Vec<_> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("text"))
+        .collect();
+    assert!(!texts.is_empty());
+    for text in &texts {
+        // Text on the page follows the page colour; only annotations on heatmap cells, which
+        // sit on a fixed colour, pick a fixed contrasting one.
+        let fill = text.attribute("fill").unwrap();
+        assert!(
+            matches!(fill, "currentColor" | "#1A1A1A" | "#FFFFFF"),
+            "text fill {fill}"
+        );
+    }
+    texts
+        .iter()
+        .map(|t| t.text().unwrap_or("").trim().to_owned())
+        .collect()
+}
+
+#[test]
+fn bar_chart() {
+    let w = array![0.05, 0.6, 0.25, 0.1];
+    let chart = Bar::new(["我", "爱", "北京", "。"], &w)
+        .x_label("源语言词")
+        .y_label("注意力权重")
+        .reference(0.25, "均匀分布 1/4")
+        .annotate(2);
+    let texts = check_svg(&chart.to_svg("权重").unwrap(), "权重");
+    for label in [
+        "我",
+        "北京",
+        "源语言词",
+        "注意力权重",
+        "均匀分布 1/4",
+        "0.60",
+    ] {
+        assert!(
+            texts.iter().any(|t| t == label),
+            "{label} missing from {texts:?}"
+        );
+    }
+}
+
+#[test]
+fn bar_chart_with_many_long_labels_turns_them() {
+    let labels: Vec<String> = (0..24).map(|i| format!("位置{i}")).collect();
+    let svg = Bar::new(&labels, vec![1.0; 24]).to_svg("长标签").unwrap();
+    check_svg(&svg, "长标签");
+    assert!(svg.contains("rotate(270"));
+}
+
+#[test]
+fn panels() {
+    let mut panels = Panels::new()
+        .cols(3)
+        .x_label("位置")
+        .y_label("权重")
+        .reference(1.0 / 16.0, "均匀");
+    for d_k in [4, 16, 64, 256] {
+        let scores =
+            Array1::from_shape_fn(16, |j| (j as f64 * 0.3).sin() * (d_k as f64).sqrt() / 4.0);
+        panels = panels.panel(format!("d_k = {d_k}"), 0..16, &softmax(&scores));
+    }
+    assert_eq!(panels.size(), (3 * 320, 2 * 220));
+    let texts = check_svg(&panels.to_svg("各维度的权重").unwrap(), "各维度的权重");
+    for label in ["d_k = 4", "d_k = 256", "位置", "权重", "均匀", "14"] {
+        assert!(
+            texts.iter().any(|t| t == label),
+            "{label} missing from {texts:?}"
+        );
+    }
+}
+
+#[test]
+fn line_chart_with_log_axes_and_legend() {
+    let n = [16.0_f64, 64.0, 256.0, 1024.0, 4096.0];
+    let chart = Line::new()
+        .series("点积注意力", n, n.map(|x| 0.02 * x))
+        .series("加性注意力", n, n.map(|x| 0.5 * x))
+        .series("局部注意力 (D = 8)", n, n.map(|x| 0.3 * x.sqrt()))
+        .log_x()
+        .log_y()
+        .x_label("序列长度 n")
+        .y_label("耗时 (µs)");
+    let texts = check_svg(&chart.to_svg("耗时").unwrap(), "耗时");
+    for label in [
+        "点积注意力",
+        "局部注意力 (D = 8)",
+        "序列长度 n",
+        "耗时 (µs)",
+        "1000",
+        "10000",
+    ] {
+        assert!(
+            texts.iter().any(|t| t == label),
+            "{label} missing from {texts:?}"
+        );
+    }
+}
+
+#[test]
+fn linear_line_chart_of_integers() {
+    let chart = Line::new().series("", 0..10, (0..10).map(|i| i * i));
+    let texts = check_svg(&chart.to_svg("平方").unwrap(), "平方");
+    assert!(texts.iter().any(|t| t == "80"), "{texts:?}");
+}
+
+#[test]
+fn heatmap() {
+    let weights = array![[0.7, 0.2, 0.1], [0.1, 0.8, 0.1], [0.05, 0.15, 0.8]];
+    let chart = Heatmap::new(&weights, ["我", "爱", "你"], ["I", "love", "you"])
+        .x_label("源语言（key）")
+        .y_label("目标语言（query）")
+        .range(0.0, 1.0)
+        .annotate(2);
+    let svg = chart.to_svg("对齐矩阵").unwrap();
+    let texts = check_svg(&svg, "对齐矩阵");
+    for label in [
+        "我",
+        "love",
+        "源语言（key）",
+        "目标语言（query）",
+        "0.80",
+        "1.0",
+    ] {
+        assert!(
+            texts.iter().any(|t| t == label),
+            "{label} missing from {texts:?}"
+        );
+    }
+    // Nine cells and the colour bar's slices.
+    assert!(svg.matches("<rect").count() >= 9 + 48);
+}
+
+#[test]
+fn custom_chart_loses_its_white_background_and_black() {
+    let chart = Custom::new((400, 300), |area| {
+        area.fill(&WHITE)?;
+        let mut chart = ChartBuilder::on(&area)
+            .margin(10)
+            .x_label_area_size(30)
+            .y_label_area_size(30)
+            .build_cartesian_2d(0.0..1.0, 0.0..1.0)?;
+        chart
+            .configure_mesh()
+            .label_style(("sans-serif", 14).into_font().color(&BLACK))
+            .draw()?;
+        chart.draw_series(LineSeries::new(
+            [(0.0, 0.0), (1.0, 1.0)],
+            theme::series_color(1),
+        ))?;
+        area.draw_text("对角线", &theme::text(13.0), (200, 20))?;
+        Ok(())
+    });
+    let svg = chart.to_svg("自定义").unwrap();
+    let texts = check_svg(&svg, "自定义");
+    assert!(texts.iter().any(|t| t == "对角线"));
+    assert!(!svg.contains("#FFFFFF"));
+}
+
+#[test]
+fn rendering_is_deterministic() {
+    let chart = Bar::new(0..3, [1.0, 2.0, 3.0]);
+    assert_eq!(chart.to_svg("a").unwrap(), chart.to_svg("a").unwrap());
+}

@@ -1,0 +1,161 @@
+//! The command line: clap derive, turned into a typed plan for each command.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+use crate::lab::LabPlan;
+use crate::site::{BuildPlan, VerifyPlan};
+
+/// attnbook: builds an executable, verified article series on attention mechanisms.
+///
+/// Every command works on the site in the current directory (site.toml, content/, optional
+/// templates/ and static/), or on --root DIR.
+#[derive(Debug, Parser)]
+#[command(name = "attnbook", version, about, long_about = None)]
+pub struct Cli {
+    /// The site directory.
+    #[arg(long, global = true, default_value = ".")]
+    pub root: PathBuf,
+    /// The command.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Build the site into the output directory (replaced only by a complete build).
+    Build(BuildArgs),
+    /// Rerun every experiment and check every quoted number and pinned output.
+    ///
+    /// Exit status: 0 clean, 1 drift, 2 error.
+    Verify(VerifyArgs),
+}
+
+/// Flags of `build`.
+#[derive(Debug, clap::Args)]
+pub struct BuildArgs {
+    /// Output directory (relative to the site root).
+    #[arg(long, default_value = "public")]
+    pub out: PathBuf,
+    /// Override `base_url` from site.toml (e.g. the GitHub Pages URL).
+    #[arg(long)]
+    pub base_url: Option<String>,
+    /// Build chapters marked `draft = true` too.
+    #[arg(long)]
+    pub drafts: bool,
+    /// Treat warnings (drifted quotes) as failures.
+    #[arg(long)]
+    pub strict: bool,
+    /// Experiment flags.
+    #[command(flatten)]
+    pub lab: LabArgs,
+}
+
+/// Flags of `verify`.
+#[derive(Debug, clap::Args)]
+pub struct VerifyArgs {
+    /// Rewrite drifted quoted numbers and pinned outputs in the Markdown (bounds are never rewritten).
+    #[arg(long)]
+    pub fix: bool,
+    /// Report format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+    /// Only these chapters (slugs); all when none are given.
+    pub chapters: Vec<String>,
+    /// Experiment flags.
+    #[command(flatten)]
+    pub lab: LabArgs,
+}
+
+/// Experiment flags shared by `build` and `verify`.
+#[derive(Debug, clap::Args)]
+pub struct LabArgs {
+    /// Ignore cached experiment results: compile and run everything again.
+    #[arg(long)]
+    pub rerun: bool,
+    /// Chapters whose experiments run at once (default: number of CPUs).
+    #[arg(long)]
+    pub jobs: Option<usize>,
+}
+
+/// Report formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// Lines for people.
+    Text,
+    /// JSON for CI tools.
+    Json,
+}
+
+impl LabArgs {
+    fn plan(&self) -> LabPlan {
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        LabPlan {
+            rerun: self.rerun,
+            jobs: self.jobs.unwrap_or(cpus).max(1),
+            timeout: Duration::from_secs(120),
+            output_cap: 256 * 1024,
+            progress: std::io::IsTerminal::is_terminal(&std::io::stderr()),
+        }
+    }
+}
+
+/// A command turned into what to do.
+#[derive(Debug)]
+pub enum Plan {
+    /// Build the site.
+    Build(BuildPlan),
+    /// Verify the quotes.
+    Verify(VerifyPlan),
+}
+
+impl Cli {
+    /// Resolves paths and defaults into a plan.
+    pub fn into_plan(self) -> Plan {
+        let root = self.root;
+        match self.command {
+            Command::Build(args) => Plan::Build(BuildPlan {
+                out: root.join(&args.out),
+                base_url: args.base_url,
+                drafts: args.drafts,
+                strict: args.strict,
+                lab: args.lab.plan(),
+                root,
+            }),
+            Command::Verify(args) => Plan::Verify(VerifyPlan {
+                fix: args.fix,
+                chapters: args.chapters,
+                json: args.format == Format::Json,
+                lab: args.lab.plan(),
+                root,
+            }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_is_well_formed() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn build_flags_become_a_plan() {
+        let cli = Cli::parse_from([
+            "attnbook", "--root", "site", "build", "--strict", "--jobs", "3", "--out", "o",
+        ]);
+        let Plan::Build(plan) = cli.into_plan() else {
+            panic!("not a build")
+        };
+        assert!(plan.strict && !plan.drafts);
+        assert_eq!(plan.lab.jobs, 3);
+        assert_eq!(plan.out, PathBuf::from("site/o"));
+    }
+}

@@ -1,0 +1,174 @@
+//! `site.toml`: the site configuration.
+//!
+//! Strict like the front matter: an unknown or misspelt key is an error with its line, never
+//! silently ignored. Only `title` and `base_url` are required (DESIGN §3.7).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::diagnostic::{Diagnostic, Location};
+
+/// The parsed `site.toml`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Site title, shown in the header and the `<title>`.
+    pub title: String,
+    /// Where the site is published, e.g. `https://user.github.io/repo/`.
+    pub base_url: String,
+    /// Language of the content (`lang` attribute).
+    #[serde(default = "default_language")]
+    pub language: String,
+    /// One-paragraph description of the site (index page and meta tags).
+    #[serde(default)]
+    pub description: String,
+    /// Author shown in page metadata.
+    #[serde(default)]
+    pub author: String,
+    /// Markdown introduction shown on the index page above the chapter list.
+    #[serde(default)]
+    pub intro: String,
+    /// KaTeX settings.
+    #[serde(default)]
+    pub katex: KatexConfig,
+    /// Experiment settings.
+    #[serde(default)]
+    pub lab: LabConfig,
+}
+
+/// `[katex]`: site-wide math settings.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KatexConfig {
+    /// Macros available in every formula, e.g. `"\\R" = "\\mathbb{R}"`.
+    #[serde(default)]
+    pub macros: BTreeMap<String, String>,
+}
+
+/// `[lab]`: how experiments are built and run.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LabConfig {
+    /// Path (relative to the site root) to another `lab` crate to link experiments against.
+    pub crate_path: Option<PathBuf>,
+    /// Default per-block timeout in seconds.
+    pub timeout: Option<u64>,
+}
+
+fn default_language() -> String {
+    "zh-CN".to_string()
+}
+
+impl Config {
+    /// Parses `site.toml` text; `path` is used for diagnostics only.
+    pub fn parse(path: &Path, text: &str) -> Result<Config, Diagnostic> {
+        let config: Config = toml::from_str(text).map_err(|e| toml_diagnostic(path, text, &e))?;
+        config.validate(path, text)?;
+        Ok(config)
+    }
+
+    fn validate(&self, path: &Path, text: &str) -> Result<(), Diagnostic> {
+        let ok = self.base_url.starts_with("http://")
+            || self.base_url.starts_with("https://")
+            || self.base_url.starts_with('/');
+        if ok {
+            return Ok(());
+        }
+        let at = text.find("base_url").unwrap_or(0);
+        Err(Diagnostic::error(format!(
+            "`base_url` must be an absolute URL, got `{}`",
+            self.base_url
+        ))
+        .at(Location::in_source(path, text, at..at + "base_url".len()))
+        .with_help("write e.g. `base_url = \"https://user.github.io/repo/\"` or `\"/\"`"))
+    }
+
+    /// The path part of `base_url`, always starting and ending with `/` (`/repo/`).
+    pub fn base_path(&self) -> String {
+        let rest = self
+            .base_url
+            .split_once("://")
+            .map(|(_, rest)| rest.find('/').map_or("/", |i| &rest[i..]))
+            .unwrap_or(&self.base_url);
+        let trimmed = rest.trim_matches('/');
+        if trimmed.is_empty() {
+            "/".to_string()
+        } else {
+            format!("/{trimmed}/")
+        }
+    }
+
+    /// `base_url` with exactly one trailing slash.
+    pub fn base_url_slash(&self) -> String {
+        format!("{}/", self.base_url.trim_end_matches('/'))
+    }
+}
+
+/// Turns a TOML error into a diagnostic at its span, with a hint for unknown keys.
+pub fn toml_diagnostic(path: &Path, text: &str, error: &toml::de::Error) -> Diagnostic {
+    let span = error.span().unwrap_or(0..0);
+    let message = error.message().trim().to_string();
+    let mut diagnostic =
+        Diagnostic::error(first_line(&message)).at(Location::in_source(path, text, span));
+    if let Some(hint) = unknown_field_hint(&message) {
+        diagnostic = diagnostic.with_help(hint);
+    }
+    diagnostic
+}
+
+fn first_line(message: &str) -> String {
+    message.lines().next().unwrap_or(message).to_string()
+}
+
+/// serde says "unknown field `titel`, expected one of `title`, ..."; turn that into a fix.
+fn unknown_field_hint(message: &str) -> Option<String> {
+    let rest = message.strip_prefix("unknown field `")?;
+    let (field, expected) = rest.split_once('`')?;
+    let known: Vec<&str> = expected.split('`').skip(1).step_by(2).collect();
+    let close = crate::diagnostic::closest(field, known.iter().copied());
+    crate::diagnostic::did_you_mean(&close)
+        .or_else(|| Some(format!("known keys: {}", known.join(", "))))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn minimal_config_is_enough() {
+        let c = Config::parse(
+            Path::new("site.toml"),
+            "title = \"T\"\nbase_url = \"https://a.b/repo\"\n",
+        )
+        .unwrap();
+        assert_eq!(c.language, "zh-CN");
+        assert_eq!(c.base_path(), "/repo/");
+        assert_eq!(c.base_url_slash(), "https://a.b/repo/");
+    }
+
+    #[test]
+    fn base_path_of_a_user_site_is_root() {
+        let c = Config::parse(
+            Path::new("s"),
+            "title = \"T\"\nbase_url = \"https://a.b\"\n",
+        )
+        .unwrap();
+        assert_eq!(c.base_path(), "/");
+    }
+
+    #[test]
+    fn unknown_key_names_its_line_and_suggests_the_fix() {
+        let text = "title = \"T\"\nbase_url = \"/\"\nlanguge = \"en\"\n";
+        let d = Config::parse(Path::new("site.toml"), text).unwrap_err();
+        let loc = d.location.unwrap();
+        assert_eq!((loc.line, loc.col), (3, 1));
+        assert!(
+            d.message.contains("unknown field `languge`"),
+            "{}",
+            d.message
+        );
+        assert_eq!(d.help.as_deref(), Some("did you mean `language`?"));
+    }
+}

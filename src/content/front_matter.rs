@@ -1,0 +1,212 @@
+//! TOML front matter between `+++` lines (DESIGN §3.1).
+//!
+//! Strict: unknown keys, wrong types and missing required keys are errors that point at the
+//! line in the chapter file (lines counted from the top of the file, front matter included).
+
+use std::ops::Range;
+use std::path::Path;
+
+use serde::Deserialize;
+
+use crate::config::toml_diagnostic;
+use crate::diagnostic::{Diagnostic, Location};
+
+/// The chapter's metadata.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FrontMatter {
+    /// Chapter title.
+    pub title: String,
+    /// Position in the series (required, unique).
+    pub number: u32,
+    /// Publication date.
+    #[serde(default)]
+    pub date: Option<toml::value::Datetime>,
+    /// Tags.
+    #[serde(default)]
+    pub tags: Vec<String>,
+    /// Category.
+    #[serde(default)]
+    pub category: Option<String>,
+    /// One-sentence summary.
+    #[serde(default)]
+    pub summary: Option<String>,
+    /// Drafts are built only with `--drafts`.
+    #[serde(default)]
+    pub draft: bool,
+    /// Seed of the chapter's RNG.
+    #[serde(default)]
+    pub seed: Option<u64>,
+    /// Byte span of the `number` value in the file (for duplicate-number errors).
+    #[serde(skip)]
+    pub number_span: Range<usize>,
+}
+
+impl FrontMatter {
+    /// The date as `YYYY-MM-DD`, if given.
+    pub fn date_string(&self) -> Option<String> {
+        self.date
+            .as_ref()
+            .and_then(|d| d.date)
+            .map(|d| d.to_string())
+    }
+}
+
+const FENCE: &str = "+++";
+
+/// Splits and parses the front matter; returns it with the byte offset where the body starts.
+pub(super) fn parse(path: &Path, source: &str) -> Result<(FrontMatter, usize), Vec<Diagnostic>> {
+    let (toml_range, body_offset) = split(path, source).map_err(|d| vec![d])?;
+    let toml_text = &source[toml_range.clone()];
+    let mut front: FrontMatter = toml::from_str(toml_text).map_err(|e| {
+        let mut d = toml_diagnostic(path, toml_text, &e);
+        shift(&mut d, path, source, toml_range.start);
+        vec![d]
+    })?;
+    front.number_span = value_span(toml_text, "number")
+        .map(|r| r.start + toml_range.start..r.end + toml_range.start)
+        .unwrap_or(0..0);
+    validate(path, source, &front, toml_range.start, toml_text)?;
+    Ok((front, body_offset))
+}
+
+/// Finds the `+++` block; returns the TOML byte range and the body offset.
+fn split(path: &Path, source: &str) -> Result<(Range<usize>, usize), Diagnostic> {
+    let missing = || {
+        Diagnostic::error("missing front matter")
+            .at(Location::in_source(path, source, 0..0))
+            .with_help("start the chapter with a `+++` line, `title = \"...\"`, `number = N`, and a closing `+++` line")
+    };
+    let first_line_end = source.find('\n').map_or(source.len(), |i| i + 1);
+    if source[..first_line_end].trim_end() != FENCE {
+        return Err(missing());
+    }
+    let mut offset = first_line_end;
+    for line in source[first_line_end..].split_inclusive('\n') {
+        if line.trim_end() == FENCE {
+            return Ok((first_line_end..offset, offset + line.len()));
+        }
+        offset += line.len();
+    }
+    Err(Diagnostic::error("front matter is not closed")
+        .at(Location::in_source(path, source, 0..FENCE.len()))
+        .with_label("opened here")
+        .with_help("add a line with `+++` after the last front matter key"))
+}
+
+/// Moves a diagnostic computed on the TOML text to its place in the whole file.
+fn shift(d: &mut Diagnostic, path: &Path, source: &str, by: usize) {
+    if let Some(loc) = &d.location {
+        let span = loc.span.start + by..loc.span.end + by;
+        d.location = Some(Location::in_source(path, source, span));
+    }
+}
+
+fn validate(
+    path: &Path,
+    source: &str,
+    front: &FrontMatter,
+    toml_start: usize,
+    toml_text: &str,
+) -> Result<(), Vec<Diagnostic>> {
+    let mut errors = Vec::new();
+    if front.title.trim().is_empty() {
+        let span = value_span(toml_text, "title").unwrap_or(0..0);
+        errors.push(
+            Diagnostic::error("`title` is empty")
+                .at(Location::in_source(
+                    path,
+                    source,
+                    span.start + toml_start..span.end + toml_start,
+                ))
+                .with_help("give the chapter a title"),
+        );
+    }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors)
+    }
+}
+
+/// Byte span of `key = value` on a top-level line of the TOML text (for pointing at values).
+fn value_span(toml_text: &str, key: &str) -> Option<Range<usize>> {
+    let mut offset = 0;
+    for line in toml_text.split_inclusive('\n') {
+        let trimmed = line.trim_start();
+        if let Some(rest) = trimmed.strip_prefix(key) {
+            if rest.trim_start().starts_with('=') {
+                let start = offset + (line.len() - trimmed.len());
+                return Some(start..offset + line.trim_end().len());
+            }
+        }
+        offset += line.len();
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(src: &str) -> Result<(FrontMatter, usize), Vec<Diagnostic>> {
+        parse(Path::new("content/01-x.md"), src)
+    }
+
+    fn loc(d: &Diagnostic) -> (usize, usize) {
+        let l = d.location.as_ref().unwrap();
+        (l.line, l.col)
+    }
+
+    #[test]
+    fn parses_every_documented_key() {
+        let src = "+++\ntitle = \"Luong\"\nnumber = 13\ndate = 2026-04-25\ntags = [\"a\"]\ncategory = \"t\"\nsummary = \"s\"\ndraft = false\nseed = 7\n+++\nbody\n";
+        let (fm, off) = p(src).unwrap();
+        assert_eq!(fm.title, "Luong");
+        assert_eq!(fm.number, 13);
+        assert_eq!(fm.date_string().as_deref(), Some("2026-04-25"));
+        assert_eq!(fm.seed, Some(7));
+        assert_eq!(&src[off..], "body\n");
+    }
+
+    #[test]
+    fn unknown_key_points_at_its_line_in_the_file() {
+        let src = "+++\ntitle = \"x\"\nnumber = 1\ntagz = []\n+++\n";
+        let errors = p(src).unwrap_err();
+        assert_eq!(loc(&errors[0]), (4, 1));
+        assert_eq!(errors[0].help.as_deref(), Some("did you mean `tags`?"));
+    }
+
+    #[test]
+    fn wrong_type_points_at_the_value() {
+        let src = "+++\ntitle = \"x\"\nnumber = \"one\"\n+++\n";
+        let errors = p(src).unwrap_err();
+        assert_eq!(loc(&errors[0]).0, 3);
+    }
+
+    #[test]
+    fn missing_and_unclosed_front_matter_are_errors() {
+        assert!(
+            p("# no front matter\n").unwrap_err()[0]
+                .message
+                .contains("missing front matter")
+        );
+        assert!(
+            p("").unwrap_err()[0]
+                .message
+                .contains("missing front matter")
+        );
+        let errors = p("+++\ntitle = \"x\"\n").unwrap_err();
+        assert!(errors[0].message.contains("not closed"));
+    }
+
+    #[test]
+    fn missing_number_is_named() {
+        let errors = p("+++\ntitle = \"x\"\n+++\n").unwrap_err();
+        assert!(
+            errors[0].message.contains("number"),
+            "{}",
+            errors[0].message
+        );
+    }
+}

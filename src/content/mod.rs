@@ -1,0 +1,264 @@
+//! Stage 1: load the series.
+//!
+//! Finds `content/*.md` with walkdir, splits off and checks each chapter's TOML front matter
+//! (DESIGN §3.1), and orders the series by `number`. Parsing is pure ([`Chapter::parse`] takes
+//! a string); only [`load`] touches the file system.
+
+mod front_matter;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use walkdir::WalkDir;
+
+use crate::config::Config;
+use crate::diagnostic::{Diagnostic, Diagnostics, Location};
+use crate::lab::ChapterRun;
+use crate::markdown::Doc;
+use crate::quotes::Binding;
+pub use front_matter::FrontMatter;
+
+/// One chapter: its source text and front matter. Later stages enrich it.
+#[derive(Debug, Clone)]
+pub struct Chapter {
+    /// Path relative to the site root, as shown in diagnostics (`content/01-why.md`).
+    pub path: PathBuf,
+    /// The file stem without its `NN-` prefix; the chapter's URL and value namespace.
+    pub slug: String,
+    /// The whole file.
+    pub source: String,
+    /// Parsed front matter.
+    pub front: FrontMatter,
+    /// Byte offset where the Markdown body starts (after the closing `+++`).
+    pub body_offset: usize,
+    /// The parsed body (stage 2).
+    pub doc: Doc,
+    /// Experiment results (stage 3), if the chapter has experiments.
+    pub run: Option<ChapterRun>,
+    /// Quote bindings in `doc.quotes` order (stage 4).
+    pub bindings: Vec<Binding>,
+    /// The rendered body (stage 5).
+    pub html: String,
+}
+
+impl Chapter {
+    /// Parses a chapter from its text; `path` is relative to the site root.
+    pub fn parse(path: &Path, source: String) -> Result<Chapter, Vec<Diagnostic>> {
+        let (front, body_offset) = front_matter::parse(path, &source)?;
+        let slug = slug_of(path);
+        Ok(Chapter {
+            path: path.to_path_buf(),
+            slug,
+            source,
+            front,
+            body_offset,
+            doc: Doc::default(),
+            run: None,
+            bindings: Vec::new(),
+            html: String::new(),
+        })
+    }
+
+    /// The Markdown body.
+    pub fn body(&self) -> &str {
+        &self.source[self.body_offset..]
+    }
+
+    /// The seed for the chapter's RNG: front matter `seed`, else derived from the slug.
+    pub fn seed(&self) -> u64 {
+        self.front.seed.unwrap_or_else(|| derive_seed(&self.slug))
+    }
+
+    /// A location in this chapter's file.
+    pub fn location(&self, span: std::ops::Range<usize>) -> Location {
+        Location::in_source(&self.path, &self.source, span)
+    }
+}
+
+/// `content/07-multi-head.md` -> `multi-head`.
+pub fn slug_of(path: &Path) -> String {
+    let stem = path
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or_default();
+    match stem.split_once('-') {
+        Some((digits, rest)) if !rest.is_empty() && digits.chars().all(|c| c.is_ascii_digit()) => {
+            rest.to_string()
+        }
+        _ => stem.to_string(),
+    }
+}
+
+fn derive_seed(slug: &str) -> u64 {
+    let hash = blake3::hash(slug.as_bytes());
+    let mut bytes = [0u8; 8];
+    bytes.copy_from_slice(&hash.as_bytes()[..8]);
+    u64::from_le_bytes(bytes) % 1_000_000_000
+}
+
+/// The site: configuration plus the chapters in series order.
+#[derive(Debug, Clone)]
+pub struct Series {
+    /// The site root directory.
+    pub root: PathBuf,
+    /// `site.toml`.
+    pub config: Config,
+    /// Chapters ordered by `number` (drafts only when asked for).
+    pub chapters: Vec<Chapter>,
+}
+
+impl Series {
+    /// Finds a chapter by slug.
+    pub fn chapter(&self, slug: &str) -> Option<&Chapter> {
+        self.chapters.iter().find(|c| c.slug == slug)
+    }
+
+    /// Source text of a file of the site, for diagnostics.
+    pub fn source_of(&self, path: &Path) -> Option<String> {
+        if let Some(chapter) = self.chapters.iter().find(|c| c.path == path) {
+            return Some(chapter.source.clone());
+        }
+        std::fs::read_to_string(self.root.join(path)).ok()
+    }
+}
+
+/// Reads `site.toml`; a missing or broken file is a diagnostic.
+pub fn load_config(root: &Path) -> Result<Config, Diagnostic> {
+    let path = Path::new("site.toml");
+    let text = std::fs::read_to_string(root.join(path)).map_err(|e| {
+        Diagnostic::error(format!("cannot read {}: {e}", root.join(path).display())).with_help(
+            "run attnbook in a site directory (one with site.toml and content/) or pass --root DIR",
+        )
+    })?;
+    Config::parse(path, &text)
+}
+
+/// Loads the whole series: config, every chapter, ordering and uniqueness checks.
+pub fn load(root: &Path, include_drafts: bool) -> Result<Series, Diagnostics> {
+    let mut diagnostics = Diagnostics::default();
+    let config = load_config(root).map_err(|d| {
+        diagnostics.push(d);
+        std::mem::take(&mut diagnostics)
+    });
+    let chapters = load_chapters(root, &mut diagnostics);
+    let config = match config {
+        Ok(c) => c,
+        Err(mut d) => {
+            d.extend(diagnostics.into_vec());
+            return Err(d);
+        }
+    };
+    check_unique(&chapters, &mut diagnostics);
+    if diagnostics.has_errors() {
+        return Err(diagnostics);
+    }
+    let mut chapters: Vec<Chapter> = chapters
+        .into_iter()
+        .filter(|c| include_drafts || !c.front.draft)
+        .collect();
+    chapters.sort_by_key(|c| c.front.number);
+    Ok(Series {
+        root: root.to_path_buf(),
+        config,
+        chapters,
+    })
+}
+
+fn load_chapters(root: &Path, diagnostics: &mut Diagnostics) -> Vec<Chapter> {
+    let content = root.join("content");
+    if !content.is_dir() {
+        diagnostics.push(
+            Diagnostic::error(format!("no content directory at {}", content.display())).with_help(
+                "create content/ with one Markdown file per chapter, or run `attnbook new SLUG`",
+            ),
+        );
+        return Vec::new();
+    }
+    let mut chapters = Vec::new();
+    for path in markdown_files(&content, diagnostics) {
+        let rel = path.strip_prefix(root).unwrap_or(&path).to_path_buf();
+        match read_utf8(&path, &rel) {
+            Ok(text) => match Chapter::parse(&rel, text) {
+                Ok(chapter) => chapters.push(chapter),
+                Err(errors) => diagnostics.extend(errors),
+            },
+            Err(d) => diagnostics.push(d),
+        }
+    }
+    chapters
+}
+
+fn markdown_files(content: &Path, diagnostics: &mut Diagnostics) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for entry in WalkDir::new(content).sort_by_file_name() {
+        match entry {
+            Ok(e) if e.file_type().is_file() && e.path().extension().is_some_and(|x| x == "md") => {
+                files.push(e.into_path());
+            }
+            Ok(_) => {}
+            Err(e) => diagnostics.push(Diagnostic::error(format!("cannot walk content/: {e}"))),
+        }
+    }
+    files
+}
+
+fn read_utf8(path: &Path, rel: &Path) -> Result<String, Diagnostic> {
+    let bytes = std::fs::read(path)
+        .map_err(|e| Diagnostic::error(format!("cannot read {}: {e}", rel.display())))?;
+    String::from_utf8(bytes).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
+        let valid = std::str::from_utf8(&e.as_bytes()[..at]).unwrap_or_default();
+        Diagnostic::error("file is not valid UTF-8")
+            .at(Location::in_source(rel, valid, at..at))
+            .with_note(format!("the first invalid byte is at byte offset {at}"))
+            .with_help("save the file as UTF-8")
+    })
+}
+
+fn check_unique(chapters: &[Chapter], diagnostics: &mut Diagnostics) {
+    let mut numbers: BTreeMap<u32, &Chapter> = BTreeMap::new();
+    let mut slugs: BTreeMap<&str, &Chapter> = BTreeMap::new();
+    for chapter in chapters {
+        if let Some(first) = numbers.insert(chapter.front.number, chapter) {
+            diagnostics.push(duplicate(
+                chapter,
+                "number",
+                &chapter.front.number.to_string(),
+                first,
+            ));
+        }
+        if let Some(first) = slugs.insert(&chapter.slug, chapter) {
+            diagnostics.push(duplicate(chapter, "slug", &chapter.slug, first));
+        }
+    }
+}
+
+fn duplicate(chapter: &Chapter, what: &str, value: &str, first: &Chapter) -> Diagnostic {
+    let span = if what == "number" {
+        chapter.front.number_span.clone()
+    } else {
+        0..0
+    };
+    Diagnostic::error(format!("duplicate chapter {what} `{value}`"))
+        .at(chapter.location(span))
+        .with_note(format!("{} already uses it", first.path.display()))
+        .with_help(format!("give each chapter a unique {what}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slug_drops_the_number_prefix() {
+        assert_eq!(slug_of(Path::new("content/07-multi-head.md")), "multi-head");
+        assert_eq!(slug_of(Path::new("content/intro.md")), "intro");
+        assert_eq!(slug_of(Path::new("content/2024-x.md")), "x");
+    }
+
+    #[test]
+    fn derived_seed_is_stable_and_differs_by_slug() {
+        assert_eq!(derive_seed("why"), derive_seed("why"));
+        assert_ne!(derive_seed("why"), derive_seed("luong"));
+    }
+}

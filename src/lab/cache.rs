@@ -1,0 +1,154 @@
+//! The experiment cache: one JSON file per chapter, keyed by everything that can change it.
+//!
+//! The key hashes the chapter's block sources and options, its seed, the sources of the
+//! runtime crates (`lab`, `attention`, `lab-protocol`), `Cargo.lock` and the rustc version. A hit
+//! means the chapter is neither compiled nor run.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use walkdir::WalkDir;
+
+use super::ChapterRun;
+use crate::markdown::Experiment;
+
+/// What a cached file holds.
+#[derive(Serialize, Deserialize)]
+struct Entry {
+    key: String,
+    run: ChapterRun,
+}
+
+/// Hash of everything outside the chapter that results depend on (computed once per build).
+pub(super) fn environment_key(
+    runtime_crates: &Path,
+    cargo_lock: Option<&Path>,
+    rustc_version: &str,
+) -> String {
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(rustc_version.as_bytes());
+    let mut files: Vec<PathBuf> = WalkDir::new(runtime_crates)
+        .into_iter()
+        .filter_entry(|e| e.file_name() != "target")
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_file())
+        .filter(|e| {
+            e.path()
+                .extension()
+                .is_some_and(|x| x == "rs" || x == "toml")
+        })
+        .map(|e| e.into_path())
+        .collect();
+    files.sort();
+    for file in files.iter().map(PathBuf::as_path).chain(cargo_lock) {
+        hasher.update(
+            file.strip_prefix(runtime_crates)
+                .unwrap_or(file)
+                .to_string_lossy()
+                .as_bytes(),
+        );
+        hasher.update(&std::fs::read(file).unwrap_or_default());
+    }
+    hasher.finalize().to_hex().to_string()
+}
+
+/// The key of one chapter's results.
+pub(super) fn chapter_key(
+    environment: &str,
+    slug: &str,
+    seed: u64,
+    blocks: &[Experiment],
+) -> String {
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(environment.as_bytes());
+    hasher.update(slug.as_bytes());
+    hasher.update(&seed.to_le_bytes());
+    for block in blocks {
+        hasher.update(format!("{:?}\u{0}", block.options).as_bytes());
+        for line in &block.lines {
+            hasher.update(line.code.as_bytes());
+            hasher.update(b"\n");
+        }
+        hasher.update(b"\x1e");
+    }
+    hasher.finalize().to_hex().to_string()
+}
+
+/// The chapter's cache file.
+pub(super) fn path(cache_dir: &Path, slug: &str) -> PathBuf {
+    cache_dir.join(format!("{slug}.json"))
+}
+
+/// The cached run, if its key matches.
+pub(super) fn load(cache_dir: &Path, slug: &str, key: &str) -> Option<ChapterRun> {
+    let text = std::fs::read_to_string(path(cache_dir, slug)).ok()?;
+    let entry: Entry = serde_json::from_str(&text).ok()?;
+    (entry.key == key).then_some(entry.run)
+}
+
+/// Stores a run (atomically: a reader never sees half a file).
+pub(super) fn store(
+    cache_dir: &Path,
+    slug: &str,
+    key: &str,
+    run: &ChapterRun,
+) -> std::io::Result<()> {
+    std::fs::create_dir_all(cache_dir)?;
+    let entry = Entry {
+        key: key.to_string(),
+        run: run.clone(),
+    };
+    let json = serde_json::to_vec(&entry).map_err(std::io::Error::other)?;
+    let mut tmp = tempfile::NamedTempFile::new_in(cache_dir)?;
+    std::io::Write::write_all(&mut tmp, &json)?;
+    tmp.persist(path(cache_dir, slug)).map_err(|e| e.error)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::markdown::experiment::{BlockOptions, CodeLine};
+
+    fn block(code: &str) -> Experiment {
+        Experiment {
+            index: 0,
+            options: BlockOptions::default(),
+            lines: vec![CodeLine {
+                code: code.into(),
+                shown: true,
+                line: 1,
+                col_shift: 0,
+            }],
+            span: 0..0,
+            line: 1,
+            pinned: None,
+        }
+    }
+
+    #[test]
+    fn key_changes_with_code_seed_and_environment_only() {
+        let k = chapter_key("env", "a", 1, &[block("x")]);
+        assert_eq!(k, chapter_key("env", "a", 1, &[block("x")]));
+        assert_ne!(k, chapter_key("env", "a", 1, &[block("y")]));
+        assert_ne!(k, chapter_key("env", "a", 2, &[block("x")]));
+        assert_ne!(k, chapter_key("env2", "a", 1, &[block("x")]));
+        let mut moved = block("x");
+        moved.line = 40;
+        moved.lines[0].line = 41;
+        assert_eq!(
+            k,
+            chapter_key("env", "a", 1, &[moved]),
+            "moving a block in the prose keeps the cache"
+        );
+    }
+
+    #[test]
+    fn store_then_load_round_trips_and_checks_the_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = ChapterRun::default();
+        store(dir.path(), "a", "k1", &run).unwrap();
+        assert!(load(dir.path(), "a", "k1").is_some());
+        assert!(load(dir.path(), "a", "k2").is_none());
+    }
+}

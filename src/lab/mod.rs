@@ -1,0 +1,448 @@
+//! Stage 3: compile and run the experiment blocks, cached.
+//!
+//! 1. Key each chapter's blocks ([`cache`]); chapters whose key is cached are done.
+//! 2. Generate one crate for the stale chapters ([`generate`]) and build it with cargo
+//!    ([`compile`]), mapping compiler messages to Markdown lines.
+//! 3. Run each stale chapter in its own process, in parallel ([`process`]), and read its
+//!    results back over JSON; panics and timeouts become diagnostics at the block.
+//! 4. Store the fresh results in the cache.
+
+mod cache;
+mod compile;
+mod generate;
+mod process;
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::content::{Chapter, Series};
+use crate::diagnostic::{Diagnostic, Location};
+pub use generate::{ChapterBlocks, SourceMap, generate};
+use lab_protocol::ChapterResults;
+
+/// The stdout of one block.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct BlockOutput {
+    /// What the block printed (capped).
+    pub stdout: String,
+    /// True if output was dropped at the cap.
+    pub truncated: bool,
+}
+
+/// When, how and with what the experiments of a chapter last ran.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunMeta {
+    /// RFC 3339 UTC time of the run.
+    pub ran_at: String,
+    /// `rustc -V` of the toolchain.
+    pub toolchain: String,
+    /// The chapter seed.
+    pub seed: u64,
+    /// Wall time of the run, milliseconds.
+    pub duration_ms: u64,
+}
+
+/// One chapter's experiment results.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ChapterRun {
+    /// Values, tables and figures.
+    pub results: ChapterResults,
+    /// Per-block stdout, one entry per block.
+    pub blocks: Vec<BlockOutput>,
+    /// Run metadata.
+    pub meta: RunMeta,
+    /// Loaded from the cache in this build (not serialised).
+    #[serde(skip)]
+    pub from_cache: bool,
+}
+
+/// How to run the lab stage.
+#[derive(Debug, Clone)]
+pub struct LabPlan {
+    /// Ignore the cache.
+    pub rerun: bool,
+    /// Chapters run at once.
+    pub jobs: usize,
+    /// Default per-block timeout.
+    pub timeout: Duration,
+    /// Bytes of stdout kept per chapter.
+    pub output_cap: usize,
+    /// Show progress bars (when stderr is a terminal).
+    pub progress: bool,
+}
+
+/// Where the lab stage keeps its files.
+struct Paths {
+    work: PathBuf,
+    lab_crate: PathBuf,
+    target: PathBuf,
+    package: String,
+}
+
+impl Paths {
+    fn new(series: &Series) -> Self {
+        let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let lab_crate = match &series.config.lab.crate_path {
+            Some(p) => series.root.join(p),
+            None => manifest.join("crates").join("lab"),
+        };
+        let lab_crate = std::fs::canonicalize(&lab_crate).unwrap_or(lab_crate);
+        let target = std::env::var_os("ATTNBOOK_TARGET_DIR")
+            .map_or_else(|| manifest.join("target"), PathBuf::from);
+        let root = std::fs::canonicalize(&series.root).unwrap_or_else(|_| series.root.clone());
+        let hash = blake3::hash(root.to_string_lossy().as_bytes()).to_hex();
+        Paths {
+            work: series.root.join(".attnbook"),
+            lab_crate,
+            target,
+            package: format!("attnbook-lab-{}", &hash[..10]),
+        }
+    }
+}
+
+/// Runs (or loads from cache) the experiments of every chapter; `None` for chapters without.
+pub fn run(series: &Series, plan: &LabPlan) -> Result<Vec<Option<ChapterRun>>, Vec<Diagnostic>> {
+    let mut runs: Vec<Option<ChapterRun>> = vec![None; series.chapters.len()];
+    let with_blocks: Vec<usize> = (0..series.chapters.len())
+        .filter(|&i| !series.chapters[i].doc.experiments.is_empty())
+        .collect();
+    if with_blocks.is_empty() {
+        return Ok(runs);
+    }
+    let paths = Paths::new(series);
+    let toolchain = rustc_version();
+    let env_key = cache::environment_key(
+        paths.lab_crate.parent().unwrap_or(&paths.lab_crate),
+        Some(&Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.lock")),
+        &toolchain,
+    );
+    let cache_dir = paths.work.join("cache");
+    let mut stale = Vec::new();
+    for &i in &with_blocks {
+        let c = &series.chapters[i];
+        let key = cache::chapter_key(&env_key, &c.slug, c.seed(), &c.doc.experiments);
+        match cache::load(&cache_dir, &c.slug, &key).filter(|_| !plan.rerun) {
+            Some(mut run) => {
+                run.from_cache = true;
+                runs[i] = Some(run);
+            }
+            None => stale.push((i, key)),
+        }
+    }
+    if stale.is_empty() {
+        return Ok(runs);
+    }
+    let chapters: Vec<&Chapter> = stale.iter().map(|(i, _)| &series.chapters[*i]).collect();
+    let built = build(&paths, &chapters, plan)?;
+    let fresh = run_all(
+        &paths,
+        &built,
+        &chapters,
+        plan,
+        &series.config.lab.timeout,
+        &toolchain,
+    )?;
+    for ((i, key), run) in stale.into_iter().zip(fresh) {
+        let slug = &series.chapters[i].slug;
+        if let Err(e) = cache::store(&cache_dir, slug, &key, &run) {
+            eprintln!("warning: cannot write the experiment cache for {slug}: {e}");
+        }
+        runs[i] = Some(run);
+    }
+    Ok(runs)
+}
+
+struct Built {
+    executable: PathBuf,
+    map: SourceMap,
+}
+
+fn build(paths: &Paths, chapters: &[&Chapter], plan: &LabPlan) -> Result<Built, Vec<Diagnostic>> {
+    let blocks: Vec<ChapterBlocks<'_>> = chapters
+        .iter()
+        .map(|c| ChapterBlocks {
+            slug: &c.slug,
+            path: &c.path,
+            blocks: &c.doc.experiments,
+        })
+        .collect();
+    let krate = generate(&paths.package, &paths.lab_crate, &blocks);
+    let crate_dir = paths.work.join("lab");
+    let io_error = |e: std::io::Error| {
+        vec![Diagnostic::error(format!(
+            "cannot write the experiment crate in {}: {e}",
+            crate_dir.display()
+        ))]
+    };
+    let _lock = lock(&paths.work).map_err(io_error)?;
+    write_crate(&crate_dir, &krate.files).map_err(io_error)?;
+    let spinner = spinner(
+        plan.progress,
+        format!("compiling experiments of {} chapter(s)", chapters.len()),
+    );
+    let built = compile::build(&crate_dir, &paths.target, &krate.map);
+    spinner.finish_and_clear();
+    let built = built?;
+    for w in &built.warnings {
+        eprintln!(
+            "warning: {}{}",
+            w.message,
+            w.location
+                .as_ref()
+                .map(|l| format!(" at {l}"))
+                .unwrap_or_default()
+        );
+    }
+    Ok(Built {
+        executable: built.executable,
+        map: krate.map,
+    })
+}
+
+/// Holds an exclusive lock on the site's work directory: two builds never write one crate.
+fn lock(work: &Path) -> std::io::Result<std::fs::File> {
+    std::fs::create_dir_all(work)?;
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(work.join("lab.lock"))?;
+    if file.try_lock().is_err() {
+        eprintln!(
+            "waiting for another attnbook build of this site to finish compiling experiments..."
+        );
+        file.lock()?;
+    }
+    Ok(file)
+}
+
+/// Writes files whose contents changed (unchanged files keep their mtime, so cargo skips them).
+fn write_crate(dir: &Path, files: &[(PathBuf, String)]) -> std::io::Result<()> {
+    let src = dir.join("src");
+    std::fs::create_dir_all(&src)?;
+    for entry in std::fs::read_dir(&src)? {
+        let path = entry?.path();
+        if !files.iter().any(|(rel, _)| dir.join(rel) == path) {
+            std::fs::remove_file(path)?;
+        }
+    }
+    for (rel, text) in files {
+        let path = dir.join(rel);
+        if std::fs::read_to_string(&path).ok().as_deref() != Some(text.as_str()) {
+            std::fs::write(&path, text)?;
+        }
+    }
+    let lock = Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.lock");
+    if !dir.join("Cargo.lock").exists() && lock.exists() {
+        std::fs::copy(lock, dir.join("Cargo.lock"))?;
+    }
+    Ok(())
+}
+
+fn spinner(show: bool, message: String) -> indicatif::ProgressBar {
+    let bar = if show {
+        indicatif::ProgressBar::new_spinner()
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
+    bar.set_message(message);
+    bar.enable_steady_tick(Duration::from_millis(120));
+    bar
+}
+
+fn run_all(
+    paths: &Paths,
+    built: &Built,
+    chapters: &[&Chapter],
+    plan: &LabPlan,
+    site_timeout: &Option<u64>,
+    toolchain: &str,
+) -> Result<Vec<ChapterRun>, Vec<Diagnostic>> {
+    let results_dir = paths.work.join("run");
+    std::fs::create_dir_all(&results_dir).map_err(|e| {
+        vec![Diagnostic::error(format!(
+            "cannot create {}: {e}",
+            results_dir.display()
+        ))]
+    })?;
+    let bar = if plan.progress {
+        indicatif::ProgressBar::new(chapters.len() as u64)
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
+    bar.set_message("running experiments");
+    let next = AtomicUsize::new(0);
+    let outcomes: Mutex<Vec<Option<Result<ChapterRun, Vec<Diagnostic>>>>> =
+        Mutex::new(vec![None; chapters.len()]);
+    let default_timeout = site_timeout
+        .map(Duration::from_secs)
+        .unwrap_or(plan.timeout);
+    std::thread::scope(|scope| {
+        for _ in 0..plan.jobs.max(1).min(chapters.len()) {
+            scope.spawn(|| {
+                while let Some(&chapter) = chapters.get(next.fetch_add(1, Ordering::SeqCst)) {
+                    let index = chapters
+                        .iter()
+                        .position(|c| std::ptr::eq(*c, chapter))
+                        .unwrap_or(0);
+                    let outcome = run_chapter(
+                        built,
+                        chapter,
+                        &results_dir,
+                        plan.output_cap,
+                        default_timeout,
+                        toolchain,
+                    );
+                    if let Ok(mut all) = outcomes.lock() {
+                        all[index] = Some(outcome);
+                    }
+                    bar.inc(1);
+                }
+            });
+        }
+    });
+    bar.finish_and_clear();
+    let mut runs = Vec::new();
+    let mut errors = Vec::new();
+    for outcome in outcomes
+        .into_inner()
+        .unwrap_or_default()
+        .into_iter()
+        .flatten()
+    {
+        match outcome {
+            Ok(run) => runs.push(run),
+            Err(e) => errors.extend(e),
+        }
+    }
+    if errors.is_empty() {
+        Ok(runs)
+    } else {
+        Err(errors)
+    }
+}
+
+fn run_chapter(
+    built: &Built,
+    chapter: &Chapter,
+    results_dir: &Path,
+    output_cap: usize,
+    default_timeout: Duration,
+    toolchain: &str,
+) -> Result<ChapterRun, Vec<Diagnostic>> {
+    let blocks = &chapter.doc.experiments;
+    let limits = process::Limits {
+        timeouts: blocks
+            .iter()
+            .map(|b| {
+                b.options
+                    .timeout
+                    .map_or(default_timeout, Duration::from_secs)
+            })
+            .collect(),
+        output_cap,
+    };
+    let results_path = results_dir.join(format!("{}.json", chapter.slug));
+    let _ = std::fs::remove_file(&results_path);
+    let started = Instant::now();
+    let finished = process::run(
+        &built.executable,
+        &chapter.slug,
+        chapter.seed(),
+        &results_path,
+        &limits,
+    )
+    .map_err(|e| {
+        vec![Diagnostic::error(format!(
+            "cannot start the experiments of {}: {e}",
+            chapter.path.display()
+        ))]
+    })?;
+    let duration_ms = started.elapsed().as_millis() as u64;
+    let results: Option<ChapterResults> = std::fs::read_to_string(&results_path)
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok());
+    if let Some(d) = failure(chapter, &built.map, &finished, results.as_ref()) {
+        return Err(vec![d]);
+    }
+    let mut outputs = finished.blocks;
+    outputs.resize(blocks.len(), BlockOutput::default());
+    let meta = RunMeta {
+        ran_at: now_rfc3339(),
+        toolchain: toolchain.to_string(),
+        seed: chapter.seed(),
+        duration_ms,
+    };
+    Ok(ChapterRun {
+        results: results.unwrap_or_default(),
+        blocks: outputs,
+        meta,
+        from_cache: false,
+    })
+}
+
+/// Turns a failed run into a diagnostic at the block (or line) that failed.
+fn failure(
+    chapter: &Chapter,
+    map: &SourceMap,
+    finished: &process::Finished,
+    results: Option<&ChapterResults>,
+) -> Option<Diagnostic> {
+    let block_at = |block: usize| {
+        let line = chapter.doc.experiments.get(block).map_or(1, |b| b.line);
+        Location::at_line(&chapter.path, line, 1)
+    };
+    match (&finished.ending, results) {
+        (process::Ending::TimedOut { block, after }, _) => Some(
+            Diagnostic::error(format!("experiment block {} did not finish within {} s", block + 1, after.as_secs()))
+                .at(block_at(*block))
+                .with_help("make the block faster, or raise its limit in the fence: ```rust,experiment,timeout=300"),
+        ),
+        (process::Ending::Exited(0), Some(r)) if r.panic.is_none() => None,
+        (_, Some(r)) if r.panic.is_some() => r.panic.as_ref().map(|p| {
+            let (location, note) = match map.origin(&p.file, p.line as usize) {
+                Some(o) => (Location::at_line(&o.path, o.line, p.column as usize + o.col_shift), None),
+                None => (block_at(p.block), Some(format!("panicked at {}:{}:{}", p.file, p.line, p.column))),
+            };
+            let mut d = Diagnostic::error(format!("experiment block {} panicked: {}", p.block + 1, p.message)).at(location);
+            if let Some(note) = note {
+                d = d.with_note(note);
+            }
+            d
+        }),
+        (process::Ending::Signalled(signal), _) => Some(
+            Diagnostic::error(format!("the experiments of this chapter were killed ({signal})"))
+                .at(block_at(0))
+                .with_note(tail(&finished.stderr))
+                .with_help("a block may have run out of memory"),
+        ),
+        (ending, _) => Some(
+            Diagnostic::error(format!("the experiments of this chapter failed ({ending:?}) without reporting results"))
+                .at(block_at(0))
+                .with_note(tail(&finished.stderr)),
+        ),
+    }
+}
+
+fn tail(text: &str) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(12)..].join("\n")
+}
+
+fn rustc_version() -> String {
+    let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+    std::process::Command::new(rustc)
+        .arg("-V")
+        .output()
+        .ok()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_else(|| "unknown rustc".to_string())
+}
+
+fn now_rfc3339() -> String {
+    humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
+}

@@ -1,0 +1,22 @@
+//! attnbook: builds an executable, verified article series as a static site.
+//!
+//! The modules are the pipeline, in order (see [`site`] for the build as a list of stages):
+//!
+//! 1. [`content`]  - site.toml and chapters with their front matter;
+//! 2. [`markdown`] - one parse per chapter into typed pieces;
+//! 3. [`lab`]      - the experiment blocks compiled, run and cached;
+//! 4. [`quotes`]   - quoted numbers bound, checked, fixed;
+//! 5. [`render`]   - math and Tera templates;
+//! 6. [`site`]     - the stages in order and the atomic write of the output.
+//!
+//! [`diagnostic`] is the one error type every stage reports with; [`cli`] turns flags into plans.
+
+pub mod cli;
+pub mod config;
+pub mod content;
+pub mod diagnostic;
+pub mod lab;
+pub mod markdown;
+pub mod quotes;
+pub mod render;
+pub mod site;

@@ -1,0 +1,44 @@
+//! `attnbook`: one exit point.
+//!
+//! Exit codes: 0 ok, 1 verification or check failures, 2 tool or input errors.
+
+use std::process::ExitCode;
+
+use attnbook::cli::{Cli, Plan};
+use attnbook::diagnostic;
+use attnbook::site::{self, Outcome};
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let plan = Cli::parse().into_plan();
+    let outcome = match &plan {
+        Plan::Build(p) => site::build(p),
+        Plan::Verify(p) => site::verify(p),
+    };
+    let strict = matches!(&plan, Plan::Build(p) if p.strict);
+    report(&outcome, strict)
+}
+
+fn report(outcome: &Outcome, strict: bool) -> ExitCode {
+    let sorted = outcome.diagnostics.sorted();
+    let sources = |path: &std::path::Path| outcome.series.as_ref().and_then(|s| s.source_of(path));
+    eprint!("{}", diagnostic::render(&sorted, &sources));
+    for line in &outcome.report {
+        println!("{line}");
+    }
+    let (errors, warnings) = (
+        outcome.diagnostics.error_count(),
+        outcome.diagnostics.warning_count(),
+    );
+    if errors > 0 {
+        eprintln!("error: {errors} error(s), {warnings} warning(s); nothing was written");
+        ExitCode::from(2)
+    } else if outcome.failed_checks || (strict && warnings > 0) {
+        if strict && warnings > 0 {
+            eprintln!("error: {warnings} warning(s) with --strict; nothing was written");
+        }
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}

@@ -1,0 +1,387 @@
+//! Stage 2: parse each chapter once into a [`Doc`].
+//!
+//! One pulldown-cmark pass over the body turns the event stream into [`Piece`]s: ordinary
+//! events stay events; math, experiment blocks, pinned outputs, quotes, headings and
+//! `{{table: ..}}` / `{{figure: ..}}` placements become typed pieces that later stages fill in.
+//! Every piece keeps its byte span in the chapter file, so any stage can report `path:line:col`.
+
+pub(crate) mod experiment;
+mod headings;
+
+use std::ops::Range;
+
+use pulldown_cmark::{CodeBlockKind, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
+
+use crate::content::Chapter;
+use crate::diagnostic::Diagnostic;
+use crate::quotes::syntax::{self, QuoteSyntax};
+pub use experiment::Experiment;
+pub use headings::{Heading, slugify};
+
+/// The one parser constructor: `build`, `verify`, `check` and the TOC all parse this way.
+pub fn new_parser(text: &str) -> pulldown_cmark::OffsetIter<'_> {
+    let options = Options::ENABLE_MATH
+        | Options::ENABLE_TABLES
+        | Options::ENABLE_FOOTNOTES
+        | Options::ENABLE_STRIKETHROUGH
+        | Options::ENABLE_HEADING_ATTRIBUTES;
+    Parser::new_ext(text, options).into_offset_iter()
+}
+
+/// A formula found in the text.
+#[derive(Debug, Clone)]
+pub struct Math {
+    /// The TeX source.
+    pub tex: String,
+    /// `$$...$$` rather than `$...$`.
+    pub display: bool,
+    /// Byte span in the chapter file.
+    pub span: Range<usize>,
+}
+
+/// What a table or figure placement names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlacementKind {
+    /// `{{table: name}}`
+    Table,
+    /// `{{figure: name}}`
+    Figure,
+}
+
+/// One element of a parsed chapter.
+#[derive(Debug, Clone)]
+pub enum Piece {
+    /// An ordinary Markdown event.
+    Event(Event<'static>),
+    /// Formula `Doc::maths[i]`.
+    Math(usize),
+    /// Experiment block `Doc::experiments[i]` (its pinned output, if any, is part of it).
+    Experiment(usize),
+    /// Quote `Doc::quotes[i]`.
+    Quote(usize),
+    /// Start of heading `Doc::headings[i]`.
+    HeadingStart(usize),
+    /// End of heading `Doc::headings[i]`.
+    HeadingEnd(usize),
+    /// A `{{table: name}}` or `{{figure: name}}` line.
+    Placement {
+        /// Table or figure.
+        kind: PlacementKind,
+        /// The name it places.
+        name: String,
+        /// Byte span in the chapter file.
+        span: Range<usize>,
+    },
+}
+
+/// A chapter parsed once: pieces plus the typed things they refer to.
+#[derive(Debug, Clone, Default)]
+pub struct Doc {
+    /// The body, in order.
+    pub pieces: Vec<Piece>,
+    /// Formulas.
+    pub maths: Vec<Math>,
+    /// Experiment blocks, in order.
+    pub experiments: Vec<Experiment>,
+    /// Quoted numbers.
+    pub quotes: Vec<QuoteSyntax>,
+    /// Headings (for the TOC and anchors).
+    pub headings: Vec<Heading>,
+}
+
+/// Parses a chapter body. Problems (malformed quotes, bad block options) are returned alongside.
+pub fn parse(chapter: &Chapter) -> (Doc, Vec<Diagnostic>) {
+    let body = chapter.body();
+    let base = chapter.body_offset;
+    let mut diagnostics = Vec::new();
+    let (quotes, errors) = syntax::scan(body, base, &excluded_ranges(body, base));
+    for e in errors {
+        diagnostics.push(
+            Diagnostic::error(e.message)
+                .at(chapter.location(e.span))
+                .with_help(e.help),
+        );
+    }
+    let masked = mask(body, base, &quotes);
+    let mut builder = Builder::new(chapter, quotes);
+    builder.run(&masked);
+    diagnostics.extend(builder.diagnostics);
+    (builder.doc, diagnostics)
+}
+
+/// Code and math ranges (file offsets), where quote syntax is not recognised.
+fn excluded_ranges(body: &str, base: usize) -> Vec<Range<usize>> {
+    let mut ranges = Vec::new();
+    let mut code_start = None;
+    for (event, range) in new_parser(body) {
+        match event {
+            Event::Code(_)
+            | Event::InlineMath(_)
+            | Event::DisplayMath(_)
+            | Event::Html(_)
+            | Event::InlineHtml(_) => ranges.push(base + range.start..base + range.end),
+            Event::Start(Tag::CodeBlock(_)) => code_start = Some(range.start),
+            Event::End(TagEnd::CodeBlock) => {
+                if let Some(start) = code_start.take() {
+                    ranges.push(base + start..base + range.end);
+                }
+            }
+            _ => {}
+        }
+    }
+    ranges
+}
+
+/// Replaces each quote by inert letters of the same byte length, so offsets stay valid and
+/// inline parsing cannot pair anything inside it.
+fn mask(body: &str, base: usize, quotes: &[QuoteSyntax]) -> String {
+    let mut bytes = body.as_bytes().to_vec();
+    for q in quotes {
+        bytes[q.span.start - base..q.span.end - base].fill(b'Q');
+    }
+    String::from_utf8(bytes).unwrap_or_else(|_| body.to_string())
+}
+
+struct Builder<'c> {
+    chapter: &'c Chapter,
+    doc: Doc,
+    diagnostics: Vec<Diagnostic>,
+    quote_queue: std::vec::IntoIter<QuoteSyntax>,
+    next_quote: Option<QuoteSyntax>,
+    code: Option<experiment::CodeState>,
+    /// Open heading: piece index of its start marker, level, explicit id, span, plain text.
+    heading: Option<OpenHeading>,
+    paragraph_start: Option<usize>,
+    last_text_span: Range<usize>,
+}
+
+struct OpenHeading {
+    piece: usize,
+    level: HeadingLevel,
+    id: Option<String>,
+    span: Range<usize>,
+    text: String,
+}
+
+impl<'c> Builder<'c> {
+    fn new(chapter: &'c Chapter, quotes: Vec<QuoteSyntax>) -> Self {
+        let mut quote_queue = quotes.into_iter();
+        let next_quote = quote_queue.next();
+        Builder {
+            chapter,
+            doc: Doc::default(),
+            diagnostics: Vec::new(),
+            quote_queue,
+            next_quote,
+            code: None,
+            heading: None,
+            paragraph_start: None,
+            last_text_span: 0..0,
+        }
+    }
+
+    fn run(&mut self, masked: &str) {
+        let base = self.chapter.body_offset;
+        for (event, range) in new_parser(masked) {
+            let span = base + range.start..base + range.end;
+            self.event(event.into_static(), span);
+        }
+    }
+
+    fn event(&mut self, event: Event<'static>, span: Range<usize>) {
+        if let Some(code) = &mut self.code {
+            match event {
+                Event::Text(text) => code.push_text(&text, span),
+                Event::End(TagEnd::CodeBlock) => self.end_code(),
+                _ => {}
+            }
+            return;
+        }
+        match event {
+            Event::Start(Tag::CodeBlock(kind)) => self.start_code(kind, span),
+            Event::InlineMath(tex) => self.math(tex.to_string(), false, span),
+            Event::DisplayMath(tex) => self.math(tex.to_string(), true, span),
+            Event::Text(text) => self.text(text.to_string(), span),
+            Event::Start(Tag::Heading { level, id, .. }) => {
+                self.start_heading(level, id.map(|i| i.to_string()), span)
+            }
+            Event::End(TagEnd::Heading(_)) => self.end_heading(),
+            Event::Start(Tag::Paragraph) => {
+                self.paragraph_start = Some(self.doc.pieces.len());
+                self.push(Event::Start(Tag::Paragraph));
+            }
+            Event::End(TagEnd::Paragraph) => self.end_paragraph(),
+            Event::Code(code) => {
+                self.heading_text(&code);
+                self.push(Event::Code(code));
+            }
+            other => self.push(other),
+        }
+    }
+
+    fn push(&mut self, event: Event<'static>) {
+        self.doc.pieces.push(Piece::Event(event));
+    }
+
+    fn heading_text(&mut self, text: &str) {
+        if let Some(open) = &mut self.heading {
+            open.text.push_str(text);
+        }
+    }
+
+    fn math(&mut self, tex: String, display: bool, span: Range<usize>) {
+        self.heading_text(&tex);
+        self.doc.maths.push(Math { tex, display, span });
+        self.doc.pieces.push(Piece::Math(self.doc.maths.len() - 1));
+    }
+
+    /// Splits text around masked quotes.
+    fn text(&mut self, text: String, span: Range<usize>) {
+        self.last_text_span = span.clone();
+        let mut rest = span.start;
+        // Quotes were masked to ASCII letters, so a text event containing one maps 1:1 to source.
+        let exact = span.len() == text.len();
+        while let Some(q) = self.next_quote.take() {
+            if !exact || q.span.start < rest || q.span.end > span.end {
+                self.next_quote = Some(q);
+                break;
+            }
+            self.plain_text(&text[rest - span.start..q.span.start - span.start]);
+            let shown = format!(
+                "{}{}{}",
+                q.prefix,
+                &self.chapter.source[q.number.span.clone()],
+                q.suffix
+            );
+            self.heading_text(&shown);
+            rest = q.span.end;
+            self.doc.quotes.push(q);
+            self.doc
+                .pieces
+                .push(Piece::Quote(self.doc.quotes.len() - 1));
+            self.next_quote = self.quote_queue.next();
+        }
+        self.plain_text(&text[rest - span.start..]);
+    }
+
+    fn plain_text(&mut self, text: &str) {
+        if !text.is_empty() {
+            self.heading_text(text);
+            self.push(Event::Text(text.to_string().into()));
+        }
+    }
+
+    fn start_heading(&mut self, level: HeadingLevel, id: Option<String>, span: Range<usize>) {
+        self.heading = Some(OpenHeading {
+            piece: self.doc.pieces.len(),
+            level,
+            id,
+            span,
+            text: String::new(),
+        });
+        self.doc.pieces.push(Piece::HeadingStart(usize::MAX));
+    }
+
+    fn end_heading(&mut self) {
+        let Some(open) = self.heading.take() else {
+            return;
+        };
+        let index = self.doc.headings.len();
+        let id = open.id.unwrap_or_else(|| {
+            let taken: Vec<&str> = self.doc.headings.iter().map(|h| h.id.as_str()).collect();
+            headings::unique_id(&slugify(&open.text), &taken)
+        });
+        let level = headings::level_number(open.level);
+        self.doc.headings.push(Heading {
+            level,
+            id,
+            text: open.text.trim().to_string(),
+            span: open.span,
+        });
+        self.doc.pieces[open.piece] = Piece::HeadingStart(index);
+        self.doc.pieces.push(Piece::HeadingEnd(index));
+    }
+
+    fn end_paragraph(&mut self) {
+        let start = self.paragraph_start.take().unwrap_or(self.doc.pieces.len());
+        if let Some(piece) = self.placement(start) {
+            self.doc.pieces.truncate(start);
+            self.doc.pieces.push(piece);
+        } else if self.only_display_math(start) {
+            // `<p>` cannot hold a display block: drop the paragraph around it.
+            self.doc.pieces.remove(start);
+        } else {
+            self.push(Event::End(TagEnd::Paragraph));
+        }
+    }
+
+    fn only_display_math(&self, start: usize) -> bool {
+        let mut saw = false;
+        for piece in &self.doc.pieces[start + 1..] {
+            match piece {
+                Piece::Math(i) if self.doc.maths[*i].display => saw = true,
+                Piece::Event(Event::SoftBreak) => {}
+                Piece::Event(Event::Text(t)) if t.trim().is_empty() => {}
+                _ => return false,
+            }
+        }
+        saw
+    }
+
+    fn placement(&self, start: usize) -> Option<Piece> {
+        let [
+            Piece::Event(Event::Start(Tag::Paragraph)),
+            Piece::Event(Event::Text(text)),
+        ] = &self.doc.pieces[start..]
+        else {
+            return None;
+        };
+        let inner = text.trim().strip_prefix("{{")?.strip_suffix("}}")?;
+        let (kind, name) = inner.split_once(':')?;
+        let kind = match kind.trim() {
+            "table" => PlacementKind::Table,
+            "figure" => PlacementKind::Figure,
+            _ => return None,
+        };
+        Some(Piece::Placement {
+            kind,
+            name: name.trim().to_string(),
+            span: self.last_text_span.clone(),
+        })
+    }
+
+    fn start_code(&mut self, kind: CodeBlockKind<'static>, span: Range<usize>) {
+        let info = match &kind {
+            CodeBlockKind::Fenced(info) => info.to_string(),
+            CodeBlockKind::Indented => String::new(),
+        };
+        self.code = Some(experiment::CodeState::new(info, kind, span));
+    }
+
+    fn end_code(&mut self) {
+        let Some(code) = self.code.take() else { return };
+        if code.is_experiment() {
+            match code.into_experiment(self.chapter, self.doc.experiments.len()) {
+                Ok(exp) => {
+                    self.doc.experiments.push(exp);
+                    self.doc
+                        .pieces
+                        .push(Piece::Experiment(self.doc.experiments.len() - 1));
+                }
+                Err(errors) => self.diagnostics.extend(errors),
+            }
+        } else if code.is_output() && matches!(self.doc.pieces.last(), Some(Piece::Experiment(_))) {
+            let pinned = code.into_pinned(self.chapter);
+            if let Some(exp) = self.doc.experiments.last_mut() {
+                exp.pinned = Some(pinned);
+            }
+        } else {
+            for event in code.into_events() {
+                self.push(event);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

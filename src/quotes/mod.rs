@@ -1,0 +1,298 @@
+//! Stage 4: bind quoted numbers to experiment values and check them (DESIGN §3.4, §3.5).
+//!
+//! [`syntax`] parses `[TEXT]{=name TOLERANCE}`; [`bind`] looks every quote up among the values
+//! the experiments recorded, formats the rerun value like the quote and checks the tolerance;
+//! [`output`] compares pinned outputs token by token; [`fix`] rewrites drifted numbers.
+
+pub mod fix;
+pub mod output;
+pub mod syntax;
+
+use std::collections::BTreeMap;
+
+use crate::content::{Chapter, Series};
+use crate::diagnostic::{Diagnostic, closest, did_you_mean};
+use syntax::{QuoteSyntax, QuotedNumber, Tolerance};
+
+/// Whether a quote agrees with the rerun.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    /// Within tolerance.
+    Ok,
+    /// Outside tolerance.
+    Drift,
+    /// The name is unknown.
+    Unbound,
+}
+
+/// A quote bound to its rerun value.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Binding {
+    /// The value name.
+    pub name: String,
+    /// The text shown on the page: the rerun value formatted like the quote, with its text.
+    pub shown: String,
+    /// Hover text: the full rerun value, the quoted text and the rule.
+    pub title: String,
+    /// The verdict.
+    pub status: Status,
+    /// The full rerun value.
+    pub rerun: Option<f64>,
+    /// The rerun value formatted like the quoted number (what `--fix` writes).
+    pub formatted: String,
+    /// The rule, e.g. `rounding to 2 decimals`.
+    pub rule: String,
+}
+
+/// Every value every chapter recorded, flattened: `slug -> name -> (value, volatile)`.
+#[derive(Debug, Default)]
+pub struct ValueIndex {
+    chapters: BTreeMap<String, BTreeMap<String, f64>>,
+}
+
+impl ValueIndex {
+    /// Flattens the recorded values (`name`, `name.i`, `name.i.j`).
+    pub fn new(series: &Series) -> Self {
+        let mut chapters = BTreeMap::new();
+        for chapter in &series.chapters {
+            let mut values = BTreeMap::new();
+            for value in chapter.run.iter().flat_map(|r| &r.results.values) {
+                for (suffix, x) in flatten(&value.shape, &value.data) {
+                    values.insert(format!("{}{suffix}", value.name), x);
+                }
+            }
+            chapters.insert(chapter.slug.clone(), values);
+        }
+        ValueIndex { chapters }
+    }
+
+    /// Looks `name` up from `slug`'s point of view (`other/name` reaches another chapter).
+    pub fn get(&self, slug: &str, name: &str) -> Result<f64, Diagnostic> {
+        let (chapter, local) = name.split_once('/').unwrap_or((slug, name));
+        let Some(values) = self.chapters.get(chapter) else {
+            let help = did_you_mean(&closest(chapter, self.chapters.keys().map(String::as_str)));
+            let d = Diagnostic::error(format!("unknown chapter `{chapter}` in `{name}`"));
+            return Err(match help {
+                Some(h) => d.with_help(h),
+                None => d.with_help("write `slug/name` with the slug of another chapter"),
+            });
+        };
+        values.get(local).copied().ok_or_else(|| {
+            let d = Diagnostic::error(format!("unknown value `{name}`"));
+            match did_you_mean(&closest(local, values.keys().map(String::as_str))) {
+                Some(h) => d.with_help(h),
+                None if values.is_empty() => d.with_help(format!("chapter `{chapter}` records no values; record one with `lab.value(\"{local}\", x)`")),
+                None => d.with_help(format!("record it with `lab.value(\"{local}\", x)` in an experiment block")),
+            }
+        })
+    }
+}
+
+fn flatten(shape: &[usize], data: &[lab_protocol::Number]) -> Vec<(String, f64)> {
+    match shape {
+        [] => data
+            .first()
+            .map(|x| vec![(String::new(), x.0)])
+            .unwrap_or_default(),
+        [_] => data
+            .iter()
+            .enumerate()
+            .map(|(i, x)| (format!(".{i}"), x.0))
+            .collect(),
+        [_, cols] => data
+            .iter()
+            .enumerate()
+            .map(|(k, x)| (format!(".{}.{}", k / cols.max(&1), k % cols.max(&1)), x.0))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Binds every quote of every chapter; unknown names are errors, drift is reported separately.
+pub fn bind(series: &Series) -> (Vec<Vec<Binding>>, Vec<Diagnostic>) {
+    let index = ValueIndex::new(series);
+    let mut all = Vec::new();
+    let mut errors = Vec::new();
+    for chapter in &series.chapters {
+        let mut bindings = Vec::new();
+        for quote in &chapter.doc.quotes {
+            match index.get(&chapter.slug, &quote.name) {
+                Ok(value) => bindings.push(bind_one(quote, value)),
+                Err(d) => {
+                    errors.push(d.at(chapter.location(quote.name_span.clone())));
+                    bindings.push(unbound(chapter, quote));
+                }
+            }
+        }
+        all.push(bindings);
+    }
+    (all, errors)
+}
+
+fn unbound(chapter: &Chapter, quote: &QuoteSyntax) -> Binding {
+    let text = &chapter.source[quote.number.span.clone()];
+    Binding {
+        name: quote.name.clone(),
+        shown: format!("{}{text}{}", quote.prefix, quote.suffix),
+        title: format!("未知的值 {}", quote.name),
+        status: Status::Unbound,
+        rerun: None,
+        formatted: text.to_string(),
+        rule: rule_text(quote.tolerance, &quote.number),
+    }
+}
+
+/// Binds one quote to its rerun value.
+pub fn bind_one(quote: &QuoteSyntax, rerun: f64) -> Binding {
+    let formatted = format_like(&quote.number, rerun);
+    let ok = within(quote.tolerance, &quote.number, rerun);
+    let rule = rule_text(quote.tolerance, &quote.number);
+    Binding {
+        name: quote.name.clone(),
+        shown: format!("{}{formatted}{}", quote.prefix, quote.suffix),
+        title: format!(
+            "实验值 {}；原文 {}；规则：{rule}",
+            full(rerun),
+            format_like(&quote.number, quote.number.value)
+        ),
+        status: if ok { Status::Ok } else { Status::Drift },
+        rerun: Some(rerun),
+        formatted,
+        rule,
+    }
+}
+
+/// The full value for reports: plain notation for ordinary magnitudes, scientific otherwise.
+pub fn full(value: f64) -> String {
+    let magnitude = value.abs();
+    if magnitude != 0.0 && !(1e-4..1e15).contains(&magnitude) {
+        format!("{value:e}")
+    } else {
+        format!("{value}")
+    }
+}
+
+/// Formats `value` the way `like` was written: decimals, grouping, sign, minus sign, exponent.
+pub fn format_like(like: &QuotedNumber, value: f64) -> String {
+    let mut text = if like.exponent {
+        format!("{:.*e}", like.decimals, value)
+    } else {
+        format!("{:.*}", like.decimals, value)
+    };
+    if text.starts_with('-') && text[1..].chars().all(|c| c == '0' || c == '.') {
+        text.remove(0);
+    }
+    if like.grouping {
+        text = group_thousands(&text);
+    }
+    if like.plus && !text.starts_with('-') {
+        text.insert(0, '+');
+    }
+    if like.unicode_minus {
+        text = text.replacen('-', "−", 1);
+    }
+    text
+}
+
+fn group_thousands(text: &str) -> String {
+    let (sign, rest) = text.strip_prefix('-').map_or(("", text), |r| ("-", r));
+    let (int, frac) = rest
+        .split_once('.')
+        .map_or((rest, None), |(i, f)| (i, Some(f)));
+    let mut grouped = String::new();
+    for (i, c) in int.chars().enumerate() {
+        if i > 0 && (int.len() - i) % 3 == 0 {
+            grouped.push(',');
+        }
+        grouped.push(c);
+    }
+    match frac {
+        Some(f) => format!("{sign}{grouped}.{f}"),
+        None => format!("{sign}{grouped}"),
+    }
+}
+
+/// Does `rerun` satisfy the quote's tolerance?
+pub fn within(tolerance: Tolerance, quoted: &QuotedNumber, rerun: f64) -> bool {
+    let q = quoted.value;
+    let slack = 1e-9 * q.abs().max(rerun.abs()).max(1e-300);
+    match tolerance {
+        Tolerance::Round => format_like(quoted, rerun) == format_like(quoted, q),
+        Tolerance::Abs(t) => (rerun - q).abs() <= t + slack,
+        Tolerance::Rel(p) => (rerun - q).abs() <= p / 100.0 * q.abs() + slack,
+        Tolerance::AtLeast(bound) => rerun >= bound,
+        Tolerance::AtMost(bound) => rerun <= bound,
+    }
+}
+
+/// The rule in words, for reports.
+pub fn rule_text(tolerance: Tolerance, quoted: &QuotedNumber) -> String {
+    match tolerance {
+        Tolerance::Round => format!("rounding to {} decimals", quoted.decimals),
+        Tolerance::Abs(t) => format!("±{t}"),
+        Tolerance::Rel(p) => format!("~{p}%"),
+        Tolerance::AtLeast(b) => format!(">={b}"),
+        Tolerance::AtMost(b) => format!("<={b}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn q(text: &str) -> QuoteSyntax {
+        let (quotes, errors) = syntax::scan(text, 0, &[]);
+        assert!(errors.is_empty());
+        quotes.into_iter().next().unwrap()
+    }
+
+    #[test]
+    fn formatting_follows_the_quote() {
+        assert_eq!(format_like(&q("[0.08]{=a}").number, 0.1312), "0.13");
+        assert_eq!(
+            format_like(&q("[256,000]{=a}").number, 1234567.4),
+            "1,234,567"
+        );
+        assert_eq!(format_like(&q("[+1.5]{=a}").number, 2.04), "+2.0");
+        assert_eq!(format_like(&q("[−1.5]{=a}").number, -2.04), "−2.0");
+        assert_eq!(format_like(&q("[1.5e-3]{=a}").number, 0.00213), "2.1e-3");
+        assert_eq!(format_like(&q("[0.0]{=a}").number, -0.01), "0.0");
+    }
+
+    #[test]
+    fn rounding_rule() {
+        let quote = q("[0.08]{=a}");
+        assert!(within(Tolerance::Round, &quote.number, 0.0849));
+        assert!(!within(Tolerance::Round, &quote.number, 0.0851));
+        assert!(!within(Tolerance::Round, &quote.number, 0.1312));
+    }
+
+    #[test]
+    fn tolerance_rules() {
+        let n = q("[10]{=a}").number;
+        assert!(within(Tolerance::Abs(0.5), &n, 10.5));
+        assert!(!within(Tolerance::Abs(0.5), &n, 10.51));
+        assert!(within(Tolerance::Rel(20.0), &n, 12.0));
+        assert!(!within(Tolerance::Rel(20.0), &n, 12.1));
+        assert!(within(Tolerance::AtLeast(8.0), &n, 8.0));
+        assert!(!within(Tolerance::AtMost(8.0), &n, 8.1));
+    }
+
+    #[test]
+    fn binding_shows_the_rerun_value_with_the_quote_text() {
+        let b = bind_one(&q("[约 0.08 nats]{=a}"), 0.1312);
+        assert_eq!(b.shown, "约 0.13 nats");
+        assert_eq!(b.status, Status::Drift);
+        assert!(b.title.contains("0.1312") && b.title.contains("0.08"));
+    }
+
+    #[test]
+    fn flattening_names_elements() {
+        use lab_protocol::Number;
+        let data = [Number(1.0), Number(2.0), Number(3.0), Number(4.0)];
+        let flat = flatten(&[2, 2], &data);
+        assert_eq!(flat[2], (".1.0".to_string(), 3.0));
+        assert_eq!(flatten(&[4], &data)[3], (".3".to_string(), 4.0));
+        assert_eq!(flatten(&[], &data[..1]), vec![(String::new(), 1.0)]);
+    }
+}

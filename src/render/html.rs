@@ -1,0 +1,260 @@
+//! A chapter's pieces to HTML.
+//!
+//! Ordinary events go through pulldown-cmark's HTML writer; typed pieces (math, experiments,
+//! quotes, headings, placements) become HTML events here, from what earlier stages computed.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use pulldown_cmark::{Event, html};
+
+use crate::lab::{BlockOutput, ChapterRun};
+use crate::markdown::{Doc, Experiment, Piece, PlacementKind};
+use crate::quotes::Binding;
+use crate::render::math::MathError;
+use lab_protocol::{Figure, Table};
+
+/// Everything the HTML of one chapter needs.
+pub struct PageInputs<'a> {
+    /// Its parsed body.
+    pub doc: &'a Doc,
+    /// Rendered formulas, in `doc.maths` order.
+    pub maths: &'a [Result<String, MathError>],
+    /// Experiment results, if the chapter has experiments.
+    pub run: Option<&'a ChapterRun>,
+    /// Quote bindings, in `doc.quotes` order.
+    pub bindings: &'a [Binding],
+}
+
+/// Renders the chapter body.
+pub fn body_html(inputs: &PageInputs<'_>) -> String {
+    let numbering = Numbering::new(inputs);
+    let mut out = String::new();
+    let events = inputs
+        .doc
+        .pieces
+        .iter()
+        .map(|piece| piece_event(inputs, &numbering, piece));
+    html::push_html(&mut out, events);
+    out
+}
+
+/// Figure and table numbers, per chapter, in recording order; and which are placed explicitly.
+struct Numbering<'a> {
+    figures: BTreeMap<&'a str, (usize, &'a Figure)>,
+    tables: BTreeMap<&'a str, (usize, &'a Table)>,
+    placed_figures: Vec<&'a str>,
+    placed_tables: Vec<&'a str>,
+}
+
+impl<'a> Numbering<'a> {
+    fn new(inputs: &PageInputs<'a>) -> Self {
+        let mut figures = BTreeMap::new();
+        let mut tables = BTreeMap::new();
+        if let Some(run) = inputs.run {
+            for (i, f) in run.results.figures.iter().enumerate() {
+                figures.insert(f.name.as_str(), (i + 1, f));
+            }
+            for (i, t) in run.results.tables.iter().enumerate() {
+                tables.insert(t.name.as_str(), (i + 1, t));
+            }
+        }
+        let mut placed_figures = Vec::new();
+        let mut placed_tables = Vec::new();
+        for piece in &inputs.doc.pieces {
+            if let Piece::Placement { kind, name, .. } = piece {
+                match kind {
+                    PlacementKind::Figure => placed_figures.push(name.as_str()),
+                    PlacementKind::Table => placed_tables.push(name.as_str()),
+                }
+            }
+        }
+        Numbering {
+            figures,
+            tables,
+            placed_figures,
+            placed_tables,
+        }
+    }
+}
+
+fn piece_event(
+    inputs: &PageInputs<'_>,
+    numbering: &Numbering<'_>,
+    piece: &Piece,
+) -> Event<'static> {
+    match piece {
+        Piece::Event(event) => event.clone(),
+        Piece::Math(i) => Event::InlineHtml(
+            math_html(
+                &inputs.doc.maths[*i].tex,
+                inputs.doc.maths[*i].display,
+                &inputs.maths[*i],
+            )
+            .into(),
+        ),
+        Piece::Quote(i) => Event::InlineHtml(quote_html(&inputs.bindings[*i]).into()),
+        Piece::HeadingStart(i) => {
+            let h = &inputs.doc.headings[*i];
+            let id = escape(&h.id);
+            Event::Html(format!("<h{l} id=\"{id}\"><a class=\"anchor\" href=\"#{id}\" aria-hidden=\"true\">#</a>", l = h.level).into())
+        }
+        Piece::HeadingEnd(i) => {
+            Event::Html(format!("</h{}>\n", inputs.doc.headings[*i].level).into())
+        }
+        Piece::Experiment(i) => {
+            Event::Html(experiment_html(inputs, numbering, &inputs.doc.experiments[*i]).into())
+        }
+        Piece::Placement {
+            kind: PlacementKind::Figure,
+            name,
+            ..
+        } => Event::Html(
+            numbering
+                .figures
+                .get(name.as_str())
+                .map(|(n, f)| figure_html(*n, f))
+                .unwrap_or_default()
+                .into(),
+        ),
+        Piece::Placement {
+            kind: PlacementKind::Table,
+            name,
+            ..
+        } => Event::Html(
+            numbering
+                .tables
+                .get(name.as_str())
+                .map(|(n, t)| table_html(*n, t))
+                .unwrap_or_default()
+                .into(),
+        ),
+    }
+}
+
+fn math_html(tex: &str, display: bool, rendered: &Result<String, MathError>) -> String {
+    match (rendered, display) {
+        (Ok(html), true) => format!("<div class=\"math-display\">{html}</div>"),
+        (Ok(html), false) => html.clone(),
+        (Err(e), display) => {
+            let tag = if display { "div" } else { "span" };
+            format!(
+                "<{tag} class=\"math-error\" title=\"{msg}\"><code>{tex}</code> <span class=\"math-error-message\">{msg}</span></{tag}>",
+                msg = escape(&e.message),
+                tex = escape(tex)
+            )
+        }
+    }
+}
+
+fn quote_html(binding: &Binding) -> String {
+    let class = match binding.status {
+        crate::quotes::Status::Ok => "quote",
+        crate::quotes::Status::Drift => "quote drift",
+        crate::quotes::Status::Unbound => "quote unbound",
+    };
+    format!(
+        "<span class=\"{class}\" data-name=\"{name}\" title=\"{title}\">{shown}</span>",
+        name = escape(&binding.name),
+        title = escape(&binding.title),
+        shown = escape(&binding.shown)
+    )
+}
+
+fn experiment_html(inputs: &PageInputs<'_>, numbering: &Numbering<'_>, exp: &Experiment) -> String {
+    let hidden = if exp.options.hide { " hidden-code" } else { "" };
+    let mut out = format!(
+        "<section class=\"experiment{hidden}\" id=\"experiment-{}\">\n",
+        exp.index + 1
+    );
+    if !exp.options.hide {
+        let _ = writeln!(
+            out,
+            "<div class=\"experiment-code\"><pre><code class=\"language-rust\">{}</code></pre></div>",
+            escape(exp.shown_code().trim_end())
+        );
+    }
+    let block = inputs.run.and_then(|run| run.blocks.get(exp.index));
+    if let Some(block) = block.filter(|_| !exp.options.no_output) {
+        out.push_str(&output_html(block));
+    }
+    if let Some(run) = inputs.run {
+        for (n, figure) in run.results.figures.iter().enumerate() {
+            if figure.block == exp.index
+                && !numbering.placed_figures.contains(&figure.name.as_str())
+            {
+                out.push_str(&figure_html(n + 1, figure));
+            }
+        }
+        for (n, table) in run.results.tables.iter().enumerate() {
+            if table.block == exp.index && !numbering.placed_tables.contains(&table.name.as_str()) {
+                out.push_str(&table_html(n + 1, table));
+            }
+        }
+    }
+    out.push_str("</section>\n");
+    out
+}
+
+fn output_html(block: &BlockOutput) -> String {
+    let mut out = String::new();
+    if !block.stdout.is_empty() {
+        let _ = writeln!(
+            out,
+            "<div class=\"experiment-output\"><span class=\"output-label\">输出</span><pre>{}</pre></div>",
+            escape(block.stdout.trim_end())
+        );
+    }
+    if block.truncated {
+        out.push_str("<p class=\"experiment-note\">输出过长，已截断。</p>\n");
+    }
+    out
+}
+
+fn figure_html(number: usize, figure: &Figure) -> String {
+    format!(
+        "<figure class=\"lab-figure\" id=\"fig-{name}\">\n<div class=\"figure-svg\">{svg}</div>\n<figcaption><span class=\"figure-label\">图 {number}</span> {caption}</figcaption>\n</figure>\n",
+        name = escape(&figure.name),
+        svg = figure.svg,
+        caption = escape(&figure.caption)
+    )
+}
+
+fn table_html(number: usize, table: &Table) -> String {
+    let mut out = format!(
+        "<figure class=\"lab-table\" id=\"tab-{}\">\n<figcaption><span class=\"table-label\">表 {number}</span></figcaption>\n<div class=\"table-wrap\"><table>\n<thead><tr>",
+        escape(&table.name)
+    );
+    for header in &table.headers {
+        let _ = write!(out, "<th>{}</th>", escape(header));
+    }
+    out.push_str("</tr></thead>\n<tbody>\n");
+    for row in &table.rows {
+        out.push_str("<tr>");
+        for cell in row {
+            let class = if looks_numeric(cell) {
+                " class=\"num\""
+            } else {
+                ""
+            };
+            let _ = write!(out, "<td{class}>{}</td>", escape(cell));
+        }
+        out.push_str("</tr>\n");
+    }
+    out.push_str("</tbody>\n</table></div>\n</figure>\n");
+    out
+}
+
+fn looks_numeric(cell: &str) -> bool {
+    let t = cell.trim();
+    !t.is_empty()
+        && t.chars()
+            .all(|c| c.is_ascii_digit() || ".,-+eE%x×−".contains(c))
+}
+
+/// HTML-escapes text (via pulldown-cmark's escaper).
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let _ = pulldown_cmark_escape::escape_html(&mut out, text);
+    out
+}

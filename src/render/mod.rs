@@ -1,0 +1,239 @@
+//! Stage 5: render pages through Tera templates.
+//!
+//! Templates get typed view structs that borrow from the model (zola's `SerializingPage`), never
+//! a hand-built map. The default templates are embedded in the binary; a site's `templates/`
+//! directory overrides them file by file.
+
+pub mod html;
+pub mod math;
+
+use std::path::Path;
+
+use serde::Serialize;
+use tera::Tera;
+
+use crate::config::Config;
+use crate::content::{Chapter, Series};
+use crate::diagnostic::{Diagnostic, Location};
+use crate::lab::RunMeta;
+use crate::markdown::Heading;
+
+const DEFAULT_TEMPLATES: [(&str, &str); 4] = [
+    ("macros.html", include_str!("../../templates/macros.html")),
+    ("base.html", include_str!("../../templates/base.html")),
+    ("index.html", include_str!("../../templates/index.html")),
+    ("chapter.html", include_str!("../../templates/chapter.html")),
+];
+
+/// Loads the templates: embedded defaults, overridden by `root/templates/*.html`.
+pub fn load_templates(root: &Path) -> Result<Tera, Vec<Diagnostic>> {
+    let mut templates: Vec<(String, String, String)> = DEFAULT_TEMPLATES
+        .iter()
+        .map(|(n, t)| (n.to_string(), t.to_string(), format!("(built-in) {n}")))
+        .collect();
+    let dir = root.join("templates");
+    if dir.is_dir() {
+        for entry in walkdir::WalkDir::new(&dir)
+            .sort_by_file_name()
+            .into_iter()
+            .filter_map(Result::ok)
+        {
+            if !entry.file_type().is_file() {
+                continue;
+            }
+            let name = entry
+                .path()
+                .strip_prefix(&dir)
+                .unwrap_or(entry.path())
+                .to_string_lossy()
+                .replace('\\', "/");
+            let text = std::fs::read_to_string(entry.path()).map_err(|e| {
+                vec![Diagnostic::error(format!(
+                    "cannot read template {}: {e}",
+                    entry.path().display()
+                ))]
+            })?;
+            templates.retain(|(n, _, _)| *n != name);
+            templates.push((name.clone(), text, format!("templates/{name}")));
+        }
+    }
+    let mut tera = Tera::default();
+    tera.autoescape_on(vec![".html", ".xml"]);
+    let pairs: Vec<(String, String)> = templates
+        .iter()
+        .map(|(n, t, _)| (n.clone(), t.clone()))
+        .collect();
+    tera.add_raw_templates(pairs)
+        .map_err(|e| vec![template_error(&e, "templates")])?;
+    Ok(tera)
+}
+
+/// A Tera error with its whole cause chain (Tera puts the useful part in the sources).
+pub fn template_error(error: &tera::Error, what: &str) -> Diagnostic {
+    let mut chain = Vec::new();
+    let mut source: Option<&dyn std::error::Error> = Some(error);
+    while let Some(e) = source {
+        chain.push(e.to_string());
+        source = e.source();
+    }
+    let mut d = Diagnostic::error(format!("template error in {what}: {}", chain[0]));
+    for cause in &chain[1..] {
+        d = d.with_note(cause.clone());
+    }
+    d.with_help("fix the template under templates/, or delete it to use the built-in one")
+}
+
+/// Site-wide values every template sees as `site`.
+#[derive(Serialize)]
+pub struct SiteView<'a> {
+    title: &'a str,
+    description: &'a str,
+    language: &'a str,
+    author: &'a str,
+    base_url: String,
+    base_path: String,
+}
+
+impl<'a> SiteView<'a> {
+    /// From the config.
+    pub fn new(config: &'a Config) -> Self {
+        SiteView {
+            title: &config.title,
+            description: &config.description,
+            language: &config.language,
+            author: &config.author,
+            base_url: config.base_url_slash(),
+            base_path: config.base_path(),
+        }
+    }
+}
+
+/// A chapter as templates see it.
+#[derive(Serialize)]
+pub struct ChapterView<'a> {
+    title: &'a str,
+    number: u32,
+    number_label: String,
+    slug: &'a str,
+    url: String,
+    date: Option<String>,
+    tags: &'a [String],
+    category: Option<&'a str>,
+    summary: Option<&'a str>,
+    content: &'a str,
+}
+
+impl<'a> ChapterView<'a> {
+    /// From a rendered chapter.
+    pub fn new(chapter: &'a Chapter, base_path: &str) -> Self {
+        ChapterView {
+            title: &chapter.front.title,
+            number: chapter.front.number,
+            number_label: format!("{:02}", chapter.front.number),
+            slug: &chapter.slug,
+            url: chapter_url(base_path, &chapter.slug),
+            date: chapter.front.date_string(),
+            tags: &chapter.front.tags,
+            category: chapter.front.category.as_deref(),
+            summary: chapter.front.summary.as_deref(),
+            content: &chapter.html,
+        }
+    }
+}
+
+/// The URL of a chapter page.
+pub fn chapter_url(base_path: &str, slug: &str) -> String {
+    format!("{base_path}{slug}/")
+}
+
+#[derive(Serialize)]
+struct LinkView<'a> {
+    title: &'a str,
+    url: String,
+}
+
+#[derive(Serialize)]
+struct TocEntry<'a> {
+    id: &'a str,
+    text: &'a str,
+    children: Vec<TocEntry<'a>>,
+}
+
+#[derive(Serialize)]
+struct RunView<'a> {
+    ran_at: &'a str,
+    toolchain: &'a str,
+    seed: u64,
+    duration: String,
+}
+
+/// The TOC: h2 entries with their h3 children.
+fn toc(headings: &[Heading]) -> Vec<TocEntry<'_>> {
+    let mut entries: Vec<TocEntry<'_>> = Vec::new();
+    for h in headings {
+        let entry = TocEntry {
+            id: &h.id,
+            text: &h.text,
+            children: Vec::new(),
+        };
+        match (h.level, entries.last_mut()) {
+            (2, _) => entries.push(entry),
+            (3, Some(parent)) => parent.children.push(entry),
+            (3, None) => entries.push(entry),
+            _ => {}
+        }
+    }
+    entries
+}
+
+fn run_view(meta: &RunMeta) -> RunView<'_> {
+    RunView {
+        ran_at: &meta.ran_at,
+        toolchain: &meta.toolchain,
+        seed: meta.seed,
+        duration: format!("{:.1} 秒", meta.duration_ms as f64 / 1000.0),
+    }
+}
+
+/// Renders one chapter page.
+pub fn chapter_page<'a>(
+    tera: &Tera,
+    series: &'a Series,
+    index: usize,
+) -> Result<String, Diagnostic> {
+    let chapter = &series.chapters[index];
+    let site = SiteView::new(&series.config);
+    let base = site.base_path.clone();
+    let link = |c: &'a Chapter| LinkView {
+        title: &c.front.title,
+        url: chapter_url(&base, &c.slug),
+    };
+    let mut context = tera::Context::new();
+    context.insert("site", &site);
+    context.insert("chapter", &ChapterView::new(chapter, &site.base_path));
+    context.insert("toc", &toc(&chapter.doc.headings));
+    context.insert(
+        "prev",
+        &index.checked_sub(1).map(|i| link(&series.chapters[i])),
+    );
+    context.insert("next", &series.chapters.get(index + 1).map(link));
+    context.insert("run", &chapter.run.as_ref().map(|r| run_view(&r.meta)));
+    tera.render("chapter.html", &context)
+        .map_err(|e| template_error(&e, "chapter.html").at(Location::at_line(&chapter.path, 1, 1)))
+}
+
+/// Renders the index page; `intro_html` is the rendered `intro` of site.toml.
+pub fn index_page(tera: &Tera, series: &Series, intro_html: &str) -> Result<String, Diagnostic> {
+    let site = SiteView::new(&series.config);
+    let chapters: Vec<ChapterView<'_>> = series
+        .chapters
+        .iter()
+        .map(|c| ChapterView::new(c, &site.base_path))
+        .collect();
+    let mut context = tera::Context::new();
+    context.insert("site", &site);
+    context.insert("chapters", &chapters);
+    context.insert("intro_html", intro_html);
+    tera.render("index.html", &context)
+        .map_err(|e| template_error(&e, "index.html"))
+}
