@@ -215,11 +215,10 @@ fn render_one(d: &Diagnostic, sources: &dyn Fn(&Path) -> Option<String>) -> Stri
     if let Some(loc) = &d.location {
         // The first line always names `path:line:col`, whether or not a snippet follows.
         header = format!("{loc}: ");
-        if let Some(text) =
-            sources(&loc.path).filter(|t| loc.span.end <= t.len() && loc.span.end > 0)
-        {
+        if let Some(text) = sources(&loc.path) {
+            let span = snippet_span(&text, loc);
             let id = files.add(loc.path.display().to_string(), text);
-            let label = cs::Label::primary(id, loc.span.clone());
+            let label = cs::Label::primary(id, span);
             cs_diag = cs_diag.with_label(match &d.label {
                 Some(l) => label.with_message(l),
                 None => label,
@@ -235,6 +234,22 @@ fn render_one(d: &Diagnostic, sources: &dyn Fn(&Path) -> Option<String>) -> Stri
     let body =
         term::emit_into_string(&config, &files, &cs_diag).unwrap_or_else(|_| d.message.clone());
     format!("{header}{body}")
+}
+
+/// The span to underline: the recorded one, or one character at `line:col` when only the line
+/// and column are known (compiler messages, panics).
+fn snippet_span(text: &str, loc: &Location) -> Range<usize> {
+    if !loc.span.is_empty() && loc.span.end <= text.len() {
+        return loc.span.clone();
+    }
+    let Some(line) = text.split_inclusive('\n').nth(loc.line.saturating_sub(1)) else {
+        return 0..0;
+    };
+    let line_start = line.as_ptr() as usize - text.as_ptr() as usize;
+    let body = line.trim_end_matches(['\n', '\r']);
+    let offset = body.char_indices().nth(loc.col.saturating_sub(1)).map_or(body.len(), |(i, _)| i);
+    let width = body[offset..].chars().next().map_or(0, char::len_utf8);
+    line_start + offset..line_start + offset + width
 }
 
 /// Suggests the known names closest to `name` (for "did you mean" hints).

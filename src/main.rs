@@ -21,7 +21,10 @@ fn main() -> ExitCode {
 
 fn report(outcome: &Outcome, strict: bool) -> ExitCode {
     let sorted = outcome.diagnostics.sorted();
-    let sources = |path: &std::path::Path| outcome.series.as_ref().and_then(|s| s.source_of(path));
+    let sources = |path: &std::path::Path| match &outcome.series {
+        Some(series) => series.source_of(path),
+        None => std::fs::read_to_string(outcome.root.join(path)).ok(),
+    };
     eprint!("{}", diagnostic::render(&sorted, &sources));
     for line in &outcome.report {
         println!("{line}");

@@ -67,6 +67,8 @@ pub struct Outcome {
     pub report: Vec<String>,
     /// The loaded series, for printing snippets.
     pub series: Option<Series>,
+    /// The site root (for reading files to show in diagnostics).
+    pub root: PathBuf,
 }
 
 /// Stages 1-2: load and parse. Errors stop here.
@@ -198,7 +200,7 @@ fn render_math(
 
 /// `attnbook build`.
 pub fn build(plan: &BuildPlan) -> Outcome {
-    let mut out = Outcome::default();
+    let mut out = Outcome { root: plan.root.clone(), ..Outcome::default() };
     let started = Instant::now();
     let Some(mut series) = load(&plan.root, plan.drafts, &mut out.diagnostics) else {
         return out;
@@ -220,12 +222,17 @@ pub fn build(plan: &BuildPlan) -> Outcome {
     }
     render_chapters(&mut series, &maths);
     match render_site(&series).and_then(|files| write_site(&plan.out, files)) {
-        Ok(count) => out.report.push(format!(
-            "built {} chapter(s), {count} file(s) into {} in {:.2}s",
-            series.chapters.len(),
-            plan.out.display(),
-            started.elapsed().as_secs_f64()
-        )),
+        Ok(count) => {
+            let runs: Vec<_> = series.chapters.iter().filter_map(|c| c.run.as_ref()).collect();
+            let cached = runs.iter().filter(|r| r.from_cache).count();
+            out.report.push(format!(
+                "built {} chapter(s), {count} file(s) into {} in {:.2}s; experiments: {} run, {cached} cached",
+                series.chapters.len(),
+                plan.out.display(),
+                started.elapsed().as_secs_f64(),
+                runs.len() - cached,
+            ));
+        }
         Err(e) => out.diagnostics.extend(e),
     }
     out.series = Some(series);
@@ -373,7 +380,7 @@ fn write_site(out: &Path, files: Files) -> Result<usize, Vec<Diagnostic>> {
 
 /// `attnbook verify`: rerun everything, check quotes and pinned outputs, optionally fix.
 pub fn verify(plan: &VerifyPlan) -> Outcome {
-    let mut out = Outcome::default();
+    let mut out = Outcome { root: plan.root.clone(), ..Outcome::default() };
     let Some(mut series) = load(&plan.root, true, &mut out.diagnostics) else {
         return out;
     };

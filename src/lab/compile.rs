@@ -144,7 +144,7 @@ fn to_diagnostic(m: &CompilerMessage, map: &SourceMap, error: bool) -> Diagnosti
             let col = s.column_start + origin.col_shift;
             d = d.at(Location::at_line(&origin.path, origin.line, col));
             if let Some(label) = s.label.as_ref().filter(|l| !l.is_empty()) {
-                d = d.with_note(format!("{label}"));
+                d = d.with_label(label.clone());
             }
             d = d.with_note(format!(
                 "in experiment block {} of this chapter",

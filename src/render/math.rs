@@ -59,7 +59,25 @@ fn clean_error(raw: &str) -> String {
         .split_once("KaTeX parse error: ")
         .map_or(raw, |(_, rest)| rest);
     let message = message.trim_end_matches(['"', ')']);
-    message.replace("\\\\", "\\").replace("\\\"", "\"")
+    unescape_debug(message).split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Undoes Rust's `{:?}` escaping (`\\`, `\n`, `\"`) in one left-to-right pass.
+fn unescape_debug(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('n') | Some('t') => out.push(' '),
+            Some(other) => out.push(other),
+            None => out.push('\\'),
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -88,6 +106,8 @@ mod tests {
             err.message
         );
         assert!(err.message.contains("expected '}'"), "{}", err.message);
+        let err = r.render("\\nabla \\left( x\n", true).unwrap_err();
+        assert!(err.message.ends_with("\\nabla \\left( x"), "{}", err.message);
     }
 
     #[test]

@@ -59,6 +59,8 @@ pub fn load_templates(root: &Path) -> Result<Tera, Vec<Diagnostic>> {
     }
     let mut tera = Tera::default();
     tera.autoescape_on(vec![".html", ".xml"]);
+    // Tera's default escaper also escapes `/`, which makes every URL unreadable in the source.
+    tera.set_escape_fn(html::escape);
     let pairs: Vec<(String, String)> = templates
         .iter()
         .map(|(n, t, _)| (n.clone(), t.clone()))

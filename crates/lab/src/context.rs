@@ -49,12 +49,12 @@ impl Lab {
     /// Announces that block `index` starts: prints its marker line on stdout so the generator
     /// can attribute the output that follows to it.
     pub fn begin_block(&mut self, index: usize) {
-        let mut out = std::io::stdout().lock();
-        // A block's output must not leak past its marker, and stdout being closed must not
-        // stop the experiment: errors are ignored.
-        let _ = out.flush();
-        let _ = out.write_all(lab_protocol::block_marker(index).as_bytes());
-        let _ = out.flush();
+        // `print!` rather than a raw write, so the marker goes where the block's own `println!`
+        // goes (also under the test harness's capture). Flushing keeps the previous block's
+        // output before the marker; a flush error would also hit the block's next `println!`.
+        let _ = std::io::stdout().flush();
+        print!("{}", lab_protocol::block_marker(index));
+        let _ = std::io::stdout().flush();
         self.block = index;
         self.results.blocks_started += 1;
     }

@@ -14,6 +14,9 @@ pub use rand::{Rng, RngExt, SeedableRng};
 pub use rand_distr::{Distribution, Normal, StandardNormal, Uniform};
 
 pub use plotters;
+// Unnamed: `.filled()`, `.stroke_width(2)`, `.mix(0.5)` on theme colours work in a block
+// without `use plotters::prelude::*`, and no `Color` name can clash with a block's own.
+pub use plotters::style::Color as _;
 
 pub use crate::chart::{Area, Bar, Chart, ChartResult, Custom, Heatmap, Line, Panels, theme};
 pub use crate::{IntoValue, Lab, RandnShape};

@@ -18,7 +18,6 @@ pub trait Scalar: Copy {
 macro_rules! scalar_as_f64 {
     ($($t:ty),*) => {$(
         impl Scalar for $t {
-            #[allow(clippy::cast_lossless, reason = "one macro for lossless and lossy casts")]
             fn to_f64(self) -> f64 {
                 self as f64
             }

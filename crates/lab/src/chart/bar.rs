@@ -3,10 +3,11 @@
 //! The drawing itself ([`draw_bars`]) is shared with [`super::Panels`], which puts one small
 //! bar chart per group on a grid.
 
-use std::borrow::Borrow;
+use std::error::Error;
 use std::fmt::Display;
+use std::ops::Range;
 
-use plotters::element::Rectangle;
+use plotters::element::{DashedPathElement, Rectangle};
 use plotters::series::DashedLineSeries;
 use plotters::style::Color;
 use plotters::style::text_anchor::{HPos, VPos};
@@ -16,6 +17,7 @@ use super::scale::Scale;
 use super::text;
 use super::theme::{self, TICK_PX};
 use super::{Area, Chart, ChartResult};
+use crate::value::Scalar;
 
 /// A bar chart of `values` over category `labels`.
 ///
@@ -47,7 +49,7 @@ impl Bar {
         L: IntoIterator,
         L::Item: Display,
         V: IntoIterator,
-        V::Item: Borrow<f64>,
+        V::Item: Scalar,
     {
         Bar {
             bars: Bars::new(labels, values),
@@ -86,7 +88,7 @@ impl Bar {
         self
     }
 
-    /// Canvas size in pixels (default 640 x 400).
+    /// Canvas size in pixels (default 600 x 380).
     pub fn size(mut self, width: u32, height: u32) -> Self {
         self.size = (width, height);
         self
@@ -100,15 +102,26 @@ impl Chart for Bar {
 
     fn draw(&self, area: Area<'_>) -> ChartResult {
         let y = self.options.y_scale(self.bars.values.iter().copied());
+        // The reference line's label goes in a key above the plot, where no bar can hide it.
+        let key_room = if self.options.reference.is_some() {
+            KEY_ROW
+        } else {
+            0.0
+        };
         let panel = BarPanel {
             bars: &self.bars,
             options: &self.options,
             y,
-            top: theme::MARGIN,
+            top: theme::MARGIN + key_room as u32,
             x_desc: self.options.x_label.as_deref(),
             y_desc: self.options.y_label.as_deref(),
         };
-        draw_bars(&area, &panel)
+        let plot = draw_bars(&area, &panel)?;
+        if let Some((_, label)) = &self.options.reference {
+            let y = theme::MARGIN as i32 + (KEY_ROW / 2.0) as i32;
+            draw_reference_key(&area, (plot.end, y), label)?;
+        }
+        Ok(())
     }
 }
 
@@ -126,10 +139,10 @@ impl Bars {
         L: IntoIterator,
         L::Item: Display,
         V: IntoIterator,
-        V::Item: Borrow<f64>,
+        V::Item: Scalar,
     {
         let labels: Vec<String> = labels.into_iter().map(|l| l.to_string()).collect();
-        let values: Vec<f64> = values.into_iter().map(|v| *v.borrow()).collect();
+        let values: Vec<f64> = values.into_iter().map(Scalar::to_f64).collect();
         assert_eq!(
             labels.len(),
             values.len(),
@@ -180,8 +193,17 @@ pub(crate) struct BarPanel<'a> {
     pub(crate) y_desc: Option<&'a str>,
 }
 
-/// Draws bars, category labels, the reference line and value labels.
-pub(crate) fn draw_bars(area: &Area<'_>, panel: &BarPanel<'_>) -> ChartResult {
+/// Height of the key row that explains the reference line.
+pub(crate) const KEY_ROW: f64 = TICK_PX * 1.7;
+/// Length of the dashed sample line in the key.
+const KEY_SWATCH: i32 = 24;
+
+/// Draws bars, category labels, the reference line and value labels; returns the plot's
+/// horizontal pixel range (backend pixels).
+pub(crate) fn draw_bars(
+    area: &Area<'_>,
+    panel: &BarPanel<'_>,
+) -> Result<Range<i32>, Box<dyn Error>> {
     let n = panel.bars.values.len();
     let mut frame = Frame {
         x: Scale::plain(-0.5..n.max(1) as f64 - 0.5),
@@ -210,32 +232,49 @@ pub(crate) fn draw_bars(area: &Area<'_>, panel: &BarPanel<'_>) -> ChartResult {
                 Rectangle::new([(x - 0.38, base), (x + 0.38, v)], color.filled())
             }),
     )?;
-    if let Some(reference) = &panel.options.reference {
-        draw_reference(area, &mut chart, n, reference)?;
+    if let Some((y, _)) = &panel.options.reference {
+        let right = n.max(1) as f64 - 0.5;
+        let style = theme::ink(0.75).stroke_width(1);
+        chart.draw_series(DashedLineSeries::new(
+            [(-0.5, *y), (right, *y)],
+            6,
+            4,
+            style,
+        ))?;
     }
     if let Some(decimals) = panel.options.annotate {
         annotate(area, &chart, &panel.bars.values, decimals, slot)?;
     }
-    categories.draw(area, &chart, &panel.bars.labels)
+    categories.draw(area, &chart, &panel.bars.labels)?;
+    Ok(chart.plotting_area().get_pixel_range().0)
 }
 
-fn draw_reference(
+/// Draws the key of the reference line, a dashed sample and its label, ending at `right` and
+/// centred on `y` (backend pixels).
+pub(crate) fn draw_reference_key(
     area: &Area<'_>,
-    chart: &mut Plot<'_, '_>,
-    n: usize,
-    (y, label): &(f64, String),
+    (right, y): (i32, i32),
+    label: &str,
 ) -> ChartResult {
-    let right = n.max(1) as f64 - 0.5;
-    let style = theme::ink(0.75).stroke_width(1);
-    chart.draw_series(DashedLineSeries::new(
-        [(-0.5, *y), (right, *y)],
+    let label_x = right - text::width(label, TICK_PX).ceil() as i32;
+    let swatch_x = label_x - 6 - KEY_SWATCH;
+    let (bx, by) = area.get_base_pixel();
+    let sample = [
+        (swatch_x - bx, y - by),
+        (swatch_x + KEY_SWATCH - bx, y - by),
+    ];
+    area.draw(&DashedPathElement::new(
+        sample,
         6,
         4,
-        style,
+        theme::ink(0.75).stroke_width(1),
     ))?;
-    let (x, y) = chart.backend_coord(&(right, *y));
-    let style = theme::anchored(TICK_PX - 1.0, HPos::Right, VPos::Bottom);
-    text_at(area, label, (x - 2, y - 3), &style)
+    text_at(
+        area,
+        label,
+        (label_x, y),
+        &theme::anchored(TICK_PX, HPos::Left, VPos::Center),
+    )
 }
 
 /// Writes each value above (or, if negative, below) its bar, if every label fits its slot.

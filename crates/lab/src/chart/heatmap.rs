@@ -9,7 +9,7 @@ use std::fmt::Display;
 use ndarray::{Array2, ArrayRef2};
 use plotters::element::Rectangle;
 use plotters::style::text_anchor::{HPos, VPos};
-use plotters::style::{Color, FontTransform, RGBColor, TextStyle};
+use plotters::style::{Color, FontTransform, RGBColor};
 
 use super::frame::text_at;
 use super::scale::Scale;
@@ -221,8 +221,7 @@ impl Heatmap {
             } else {
                 ON_DARK
             };
-            let style =
-                TextStyle::from(theme::anchored(px, HPos::Center, VPos::Center)).color(&ink);
+            let style = theme::anchored(px, HPos::Center, VPos::Center).color(&ink);
             let (x, y) = l.cell_origin(r, c);
             let half = (l.cell / 2.0) as i32;
             text_at(area, label, (x + half, y + half), &style)?;

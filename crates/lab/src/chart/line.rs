@@ -142,7 +142,7 @@ impl Line {
         self
     }
 
-    /// Canvas size in pixels (default 640 x 400).
+    /// Canvas size in pixels (default 600 x 380).
     pub fn size(mut self, width: u32, height: u32) -> Self {
         self.size = (width, height);
         self

@@ -3,16 +3,16 @@
 //! Comparing the same quantity across settings (the weights over 16 positions for each
 //! `d_k`) reads better side by side on one scale than as one crowded grouped bar chart.
 
-use std::borrow::Borrow;
 use std::fmt::Display;
 
 use plotters::element::Text;
 use plotters::style::text_anchor::{HPos, VPos};
 
-use super::bar::{BarOptions, BarPanel, Bars, draw_bars};
+use super::bar::{BarOptions, BarPanel, Bars, KEY_ROW, draw_bars, draw_reference_key};
 use super::scale::Scale;
-use super::theme::{self, TITLE_PX};
+use super::theme::{self, MARGIN, TITLE_PX};
 use super::{Area, Chart, ChartResult};
+use crate::value::Scalar;
 
 /// A grid of bar-chart panels with titles.
 ///
@@ -40,7 +40,7 @@ impl Default for Panels {
             panels: Vec::new(),
             options: BarOptions::default(),
             cols: 2,
-            panel_size: (320, 220),
+            panel_size: (300, 210),
             shared_y: true,
         }
     }
@@ -63,7 +63,7 @@ impl Panels {
         L: IntoIterator,
         L::Item: Display,
         V: IntoIterator,
-        V::Item: Borrow<f64>,
+        V::Item: Scalar,
     {
         self.panels.push((title.into(), Bars::new(labels, values)));
         self
@@ -111,7 +111,7 @@ impl Panels {
         self
     }
 
-    /// Size of one panel in pixels (default 320 x 220).
+    /// Size of one panel in pixels (default 300 x 210).
     pub fn panel_size(mut self, width: u32, height: u32) -> Self {
         self.panel_size = (width, height);
         self
@@ -145,7 +145,16 @@ impl Panels {
             x_desc: self.options.x_label.as_deref().filter(|_| lowest),
             y_desc: self.options.y_label.as_deref().filter(|_| first_col),
         };
-        draw_bars(area, &panel)
+        draw_bars(area, &panel)?;
+        Ok(())
+    }
+
+    /// Height of the key row above the panels (explaining the reference line), if any.
+    fn key_height(&self) -> u32 {
+        self.options
+            .reference
+            .as_ref()
+            .map_or(0, |_| MARGIN / 2 + KEY_ROW as u32)
     }
 }
 
@@ -154,7 +163,7 @@ impl Chart for Panels {
         let cols = self.cols.min(self.panels.len()).max(1);
         (
             self.panel_size.0 * cols as u32,
-            self.panel_size.1 * self.rows() as u32,
+            self.panel_size.1 * self.rows() as u32 + self.key_height(),
         )
     }
 
@@ -167,7 +176,13 @@ impl Chart for Panels {
                 .flat_map(|(_, bars)| bars.values.iter().copied());
             self.options.y_scale(all)
         });
-        let cells = area.split_evenly((self.rows(), cols));
+        let (key, grid) = area.split_vertically(self.key_height());
+        if let Some((_, label)) = &self.options.reference {
+            let (width, height) = key.dim_in_pixel();
+            let right = width as i32 - MARGIN as i32;
+            draw_reference_key(&key, (right, height as i32 - (KEY_ROW / 2.0) as i32), label)?;
+        }
+        let cells = grid.split_evenly((self.rows(), cols));
         for (index, cell) in cells.iter().enumerate().take(self.panels.len()) {
             self.draw_panel(cell, index, shared.as_ref())?;
         }

@@ -71,7 +71,7 @@ pub fn luminance(c: RGBColor) -> f64 {
 }
 
 /// Default size of a single chart, in SVG user units (pixels at 100 % zoom).
-pub const CHART_SIZE: (u32, u32) = (640, 400);
+pub const CHART_SIZE: (u32, u32) = (600, 380);
 /// Tick labels, legend entries, category labels.
 pub const TICK_PX: f64 = 13.0;
 /// Axis titles.
