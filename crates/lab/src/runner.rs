@@ -220,6 +220,57 @@ mod tests {
         assert_eq!(main_with_args(&unknown, &chapters), EXIT_ERROR);
     }
 
+    /// A fresh directory under the system temp dir, unique to this process and test.
+    fn scratch_dir(name: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("lab-runner-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    fn read_results(path: &Path) -> ChapterResults {
+        serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn results_are_written_after_success_and_after_a_panic() {
+        let dir = scratch_dir("write");
+        let path = dir.join("results.json");
+        let chapters: [(&str, ChapterFn); 2] = [
+            ("ok", |lab| lab.value("x", 1.0)),
+            ("bad", |lab| {
+                lab.value("x", 1.0);
+                panic!("boom {}", 42);
+            }),
+        ];
+        let run =
+            |slug: &str| main_with_args(&args(&[slug, "3", path.to_str().unwrap()]), &chapters);
+
+        assert_eq!(run("ok"), 0);
+        let ok = read_results(&path);
+        assert_eq!(
+            (ok.chapter.as_str(), ok.seed, ok.values.len()),
+            ("ok", 3, 1)
+        );
+        assert_eq!(ok.panic, None);
+
+        assert_eq!(run("bad"), EXIT_PANIC);
+        let bad = read_results(&path);
+        assert_eq!(
+            bad.values.len(),
+            1,
+            "values recorded before the panic are kept"
+        );
+        let panic = bad.panic.unwrap();
+        assert_eq!(panic.message, "boom 42");
+        assert!(panic.file.ends_with("runner.rs") && panic.line > 0);
+
+        // The temporary file was renamed away, not left beside the results.
+        let entries = std::fs::read_dir(&dir).unwrap().count();
+        assert_eq!(entries, 1);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
     #[test]
     fn unwritable_results_exit_2() {
         let chapters: [(&str, ChapterFn); 1] = [("a", |_| {})];

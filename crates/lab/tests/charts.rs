@@ -98,7 +98,7 @@ fn panels() {
             Array1::from_shape_fn(16, |j| (j as f64 * 0.3).sin() * (d_k as f64).sqrt() / 4.0);
         panels = panels.panel(format!("d_k = {d_k}"), 0..16, softmax(&scores));
     }
-    let (width, height) = panels.size();
+    let (width, height) = panels.canvas_size();
     assert_eq!(width, 3 * 300);
     assert!(
         height > 2 * 210,

@@ -38,7 +38,8 @@ pub struct Bar {
 }
 
 impl Bar {
-    /// One bar per label; labels can be anything printable (`0..16`, `["我", "爱"]`, strings).
+    /// One bar per label. Labels can be anything printable (`0..16`, `["我", "爱"]`, strings),
+    /// values any numbers (`&Array1<f64>`, `[0.2, 0.8]`, `vec![3, 5]`).
     ///
     /// # Panics
     ///
@@ -96,7 +97,7 @@ impl Bar {
 }
 
 impl Chart for Bar {
-    fn size(&self) -> (u32, u32) {
+    fn canvas_size(&self) -> (u32, u32) {
         self.size
     }
 

@@ -305,7 +305,7 @@ impl Heatmap {
 }
 
 impl Chart for Heatmap {
-    fn size(&self) -> (u32, u32) {
+    fn canvas_size(&self) -> (u32, u32) {
         let l = self.layout();
         (l.width, l.height)
     }
@@ -352,7 +352,7 @@ mod tests {
     fn canvas_follows_the_matrix_shape() {
         let m = Array2::<f64>::zeros((2, 8));
         let wide = Heatmap::new(&m, 0..8, ["a", "b"]);
-        let (w, h) = wide.size();
+        let (w, h) = wide.canvas_size();
         assert!(w > h, "{w} x {h}");
     }
 

@@ -8,7 +8,7 @@ use plotters::series::LineSeries;
 use plotters::style::text_anchor::{HPos, VPos};
 use plotters::style::{Color, RGBColor, ShapeStyle};
 
-use super::frame::{Frame, text_at};
+use super::frame::{Frame, Plot, text_at};
 use super::scale::Scale;
 use super::text;
 use super::theme::{self, MARGIN, TICK_PX};
@@ -173,29 +173,35 @@ impl Line {
         })
     }
 
+    /// The y axis: fixed by `y_range` or fitted to the data.
+    fn y_scale(&self) -> Result<Scale, String> {
+        match self.y_range {
+            None => self.scale("y", self.log_y, |p| p.1),
+            Some((lo, hi)) if !self.log_y => Ok(Scale::linear(lo, hi)),
+            Some((lo, hi)) if lo > 0.0 => Ok(Scale::log(lo, hi)),
+            Some((lo, _)) => Err(format!(
+                "the y axis is logarithmic but its range starts at {lo}"
+            )),
+        }
+    }
+
     fn names(&self) -> Vec<&str> {
         self.series.iter().map(|s| s.name.as_str()).collect()
     }
 }
 
 impl Chart for Line {
-    fn size(&self) -> (u32, u32) {
+    fn canvas_size(&self) -> (u32, u32) {
         self.size
     }
 
     fn draw(&self, area: Area<'_>) -> ChartResult {
-        let x = self.scale("x", self.log_x, |p| p.0)?;
-        let y = match self.y_range {
-            Some((lo, hi)) if !self.log_y => Scale::linear(lo, hi),
-            Some((lo, hi)) => Scale::log(lo, hi),
-            None => self.scale("y", self.log_y, |p| p.1)?,
-        };
-        let legend_width = f64::from(self.size.0 - 2 * MARGIN);
+        let legend_width = f64::from(self.size.0.saturating_sub(2 * MARGIN));
         let rows = legend_rows(&self.names(), legend_width);
         let legend_height = (rows.len() as f64 * LEGEND_ROW).ceil() as u32;
         let frame = Frame {
-            x,
-            y,
+            x: self.scale("x", self.log_x, |p| p.0)?,
+            y: self.y_scale()?,
             x_desc: self.x_label.as_deref(),
             y_desc: self.y_label.as_deref(),
             x_extra: 0,
@@ -204,26 +210,38 @@ impl Chart for Line {
         };
         let mut chart = frame.draw(&area)?;
         for (i, series) in self.series.iter().enumerate() {
-            let points: Vec<(f64, f64)> = series
-                .points
-                .iter()
-                .filter(|(a, b)| a.is_finite() && b.is_finite())
-                .map(|&(a, b)| (frame.x.to_plot(a), frame.y.to_plot(b)))
-                .collect();
-            let color = theme::series_color(i);
-            chart.draw_series(LineSeries::new(
-                points.iter().copied(),
-                color.stroke_width(2),
-            ))?;
-            if series.marked() {
-                for p in &points {
-                    marker(&area, i, chart.backend_coord(p), color)?;
-                }
-            }
+            draw_series(&area, &mut chart, &frame, i, series)?;
         }
         let left = chart.plotting_area().get_pixel_range().0.start;
         draw_legend(&area, self, &rows, (left, MARGIN as i32))
     }
+}
+
+/// Draws series `i` as a 2 px line, with markers if it has few points.
+fn draw_series(
+    area: &Area<'_>,
+    chart: &mut Plot<'_, '_>,
+    frame: &Frame<'_>,
+    i: usize,
+    series: &Series,
+) -> ChartResult {
+    let points: Vec<(f64, f64)> = series
+        .points
+        .iter()
+        .filter(|(a, b)| a.is_finite() && b.is_finite())
+        .map(|&(a, b)| (frame.x.to_plot(a), frame.y.to_plot(b)))
+        .collect();
+    let color = theme::series_color(i);
+    chart.draw_series(LineSeries::new(
+        points.iter().copied(),
+        color.stroke_width(2),
+    ))?;
+    if series.marked() {
+        for p in &points {
+            marker(area, i, chart.backend_coord(p), color)?;
+        }
+    }
+    Ok(())
 }
 
 /// Legend entries (series index, x offset) per row, wrapping at `width`; series without a

@@ -36,15 +36,16 @@ pub type ChartResult = Result<(), Box<dyn Error>>;
 
 /// Something `lab.figure` can draw.
 pub trait Chart {
-    /// Canvas size in pixels; the SVG's `viewBox`.
-    fn size(&self) -> (u32, u32);
+    /// Canvas size in pixels, which becomes the SVG's `viewBox`. (Named apart from the
+    /// builders' `.size(width, height)`, which an inherent method would otherwise shadow.)
+    fn canvas_size(&self) -> (u32, u32);
 
-    /// Draws the chart on a canvas of [`Chart::size`].
+    /// Draws the chart on a canvas of [`Chart::canvas_size`].
     fn draw(&self, area: Area<'_>) -> ChartResult;
 
     /// Renders the finished SVG document, with `title` as its accessible name.
     fn to_svg(&self, title: &str) -> Result<String, Box<dyn Error>> {
-        let size = self.size();
+        let size = self.canvas_size();
         let mut raw = String::new();
         {
             let root = SVGBackend::with_string(&mut raw, size).into_drawing_area();
@@ -56,8 +57,8 @@ pub trait Chart {
 }
 
 impl<C: Chart + ?Sized> Chart for &C {
-    fn size(&self) -> (u32, u32) {
-        (**self).size()
+    fn canvas_size(&self) -> (u32, u32) {
+        (**self).canvas_size()
     }
 
     fn draw(&self, area: Area<'_>) -> ChartResult {
@@ -105,7 +106,7 @@ impl<F> Chart for Custom<F>
 where
     F: Fn(Area<'_>) -> ChartResult,
 {
-    fn size(&self) -> (u32, u32) {
+    fn canvas_size(&self) -> (u32, u32) {
         self.size
     }
 

@@ -159,7 +159,7 @@ impl Panels {
 }
 
 impl Chart for Panels {
-    fn size(&self) -> (u32, u32) {
+    fn canvas_size(&self) -> (u32, u32) {
         let cols = self.cols.min(self.panels.len()).max(1);
         (
             self.panel_size.0 * cols as u32,
