@@ -6,8 +6,8 @@
 
 pub use attention::*;
 
+pub use ndarray;
 pub use ndarray::prelude::*;
-pub use ndarray::{self, Array, ArrayRef1, ArrayRef2, ArrayView, Ix1, Ix2, Zip, array, s};
 
 pub use rand::rngs::StdRng;
 pub use rand::{Rng, RngExt, SeedableRng};
