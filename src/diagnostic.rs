@@ -247,7 +247,10 @@ fn snippet_span(text: &str, loc: &Location) -> Range<usize> {
     };
     let line_start = line.as_ptr() as usize - text.as_ptr() as usize;
     let body = line.trim_end_matches(['\n', '\r']);
-    let offset = body.char_indices().nth(loc.col.saturating_sub(1)).map_or(body.len(), |(i, _)| i);
+    let offset = body
+        .char_indices()
+        .nth(loc.col.saturating_sub(1))
+        .map_or(body.len(), |(i, _)| i);
     let width = body[offset..].chars().next().map_or(0, char::len_utf8);
     line_start + offset..line_start + offset + width
 }

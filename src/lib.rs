@@ -11,6 +11,11 @@
 //!
 //! [`diagnostic`] is the one error type every stage reports with; [`cli`] turns flags into plans.
 
+#![allow(
+    clippy::result_large_err,
+    reason = "a Diagnostic is a cold-path value; boxing every error would only add noise"
+)]
+
 pub mod cli;
 pub mod config;
 pub mod content;

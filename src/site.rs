@@ -200,7 +200,10 @@ fn render_math(
 
 /// `attnbook build`.
 pub fn build(plan: &BuildPlan) -> Outcome {
-    let mut out = Outcome { root: plan.root.clone(), ..Outcome::default() };
+    let mut out = Outcome {
+        root: plan.root.clone(),
+        ..Outcome::default()
+    };
     let started = Instant::now();
     let Some(mut series) = load(&plan.root, plan.drafts, &mut out.diagnostics) else {
         return out;
@@ -223,7 +226,11 @@ pub fn build(plan: &BuildPlan) -> Outcome {
     render_chapters(&mut series, &maths);
     match render_site(&series).and_then(|files| write_site(&plan.out, files)) {
         Ok(count) => {
-            let runs: Vec<_> = series.chapters.iter().filter_map(|c| c.run.as_ref()).collect();
+            let runs: Vec<_> = series
+                .chapters
+                .iter()
+                .filter_map(|c| c.run.as_ref())
+                .collect();
             let cached = runs.iter().filter(|r| r.from_cache).count();
             out.report.push(format!(
                 "built {} chapter(s), {count} file(s) into {} in {:.2}s; experiments: {} run, {cached} cached",
@@ -380,7 +387,10 @@ fn write_site(out: &Path, files: Files) -> Result<usize, Vec<Diagnostic>> {
 
 /// `attnbook verify`: rerun everything, check quotes and pinned outputs, optionally fix.
 pub fn verify(plan: &VerifyPlan) -> Outcome {
-    let mut out = Outcome { root: plan.root.clone(), ..Outcome::default() };
+    let mut out = Outcome {
+        root: plan.root.clone(),
+        ..Outcome::default()
+    };
     let Some(mut series) = load(&plan.root, true, &mut out.diagnostics) else {
         return out;
     };

@@ -13,7 +13,9 @@ struct Example {
 
 impl Example {
     fn expects_diagnostics(&self) -> bool {
-        self.expected.iter().any(|e| e.starts_with("error:") || e.starts_with("warning:"))
+        self.expected
+            .iter()
+            .any(|e| e.starts_with("error:") || e.starts_with("warning:"))
     }
 
     fn expects_error(&self) -> bool {
@@ -24,7 +26,9 @@ impl Example {
 const FENCE: &str = "~~~~~~~~";
 
 fn examples() -> Vec<Example> {
-    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/authoring.md")).unwrap();
+    let doc =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/authoring.md"))
+            .unwrap();
     let mut examples = Vec::new();
     let mut current: Option<(usize, Vec<&str>)> = None;
     for (i, line) in doc.lines().enumerate() {
@@ -32,35 +36,65 @@ fn examples() -> Vec<Example> {
             (None, l) if l == format!("{FENCE} example") => current = Some((i + 1, Vec::new())),
             (Some(_), l) if l == FENCE => {
                 let (start, lines) = current.take().unwrap();
-                let dot = lines.iter().position(|l| *l == ".").unwrap_or_else(|| panic!("example at line {start} has no `.` line"));
+                let dot = lines
+                    .iter()
+                    .position(|l| *l == ".")
+                    .unwrap_or_else(|| panic!("example at line {start} has no `.` line"));
                 examples.push(Example {
                     line: start,
                     body: lines[..dot].join("\n") + "\n",
-                    expected: lines[dot + 1..].iter().filter(|l| !l.trim().is_empty()).map(|l| l.to_string()).collect(),
+                    expected: lines[dot + 1..]
+                        .iter()
+                        .filter(|l| !l.trim().is_empty())
+                        .map(|l| l.to_string())
+                        .collect(),
                 });
             }
             (Some((_, lines)), l) => lines.push(l),
             (None, _) => {}
         }
     }
-    assert!(examples.len() >= 15, "found only {} examples", examples.len());
+    assert!(
+        examples.len() >= 15,
+        "found only {} examples",
+        examples.len()
+    );
     examples
 }
 
 fn site_with(chapters: &[(usize, &Example)]) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("site.toml"), "title = \"Examples\"\nbase_url = \"/\"\n").unwrap();
+    std::fs::write(
+        dir.path().join("site.toml"),
+        "title = \"Examples\"\nbase_url = \"/\"\n",
+    )
+    .unwrap();
     std::fs::create_dir(dir.path().join("content")).unwrap();
     for (n, example) in chapters {
-        let text = format!("+++\ntitle = \"Example at line {}\"\nnumber = {n}\nseed = 1\n+++\n\n{}", example.line, example.body);
-        std::fs::write(dir.path().join(format!("content/{n:03}-example-{n}.md")), text).unwrap();
+        let text = format!(
+            "+++\ntitle = \"Example at line {}\"\nnumber = {n}\nseed = 1\n+++\n\n{}",
+            example.line, example.body
+        );
+        std::fs::write(
+            dir.path().join(format!("content/{n:03}-example-{n}.md")),
+            text,
+        )
+        .unwrap();
     }
     dir
 }
 
 fn build(root: &Path) -> (i32, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_attnbook")).arg("--root").arg(root).arg("build").output().unwrap();
-    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stderr).into_owned())
+    let out = Command::new(env!("CARGO_BIN_EXE_attnbook"))
+        .arg("--root")
+        .arg(root)
+        .arg("build")
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
 
 #[test]
@@ -68,14 +102,31 @@ fn every_example_in_the_authoring_guide_holds() {
     let all = examples();
     let mut failures = Vec::new();
     // Examples that render are built together, one chapter each: one compile for all of them.
-    let pages: Vec<(usize, &Example)> = all.iter().filter(|e| !e.expects_diagnostics()).enumerate().map(|(i, e)| (i + 1, e)).collect();
+    let pages: Vec<(usize, &Example)> = all
+        .iter()
+        .filter(|e| !e.expects_diagnostics())
+        .enumerate()
+        .map(|(i, e)| (i + 1, e))
+        .collect();
     let site = site_with(&pages);
     let (code, stderr) = build(site.path());
-    assert_eq!(code, 0, "the rendering examples must build cleanly:\n{stderr}");
+    assert_eq!(
+        code, 0,
+        "the rendering examples must build cleanly:\n{stderr}"
+    );
     for (n, example) in &pages {
-        let page = std::fs::read_to_string(site.path().join(format!("public/example-{n}/index.html"))).unwrap();
-        for fragment in example.expected.iter().filter(|f| !page.contains(f.as_str())) {
-            failures.push(format!("docs/authoring.md:{}: the page lacks `{fragment}`", example.line));
+        let page =
+            std::fs::read_to_string(site.path().join(format!("public/example-{n}/index.html")))
+                .unwrap();
+        for fragment in example
+            .expected
+            .iter()
+            .filter(|f| !page.contains(f.as_str()))
+        {
+            failures.push(format!(
+                "docs/authoring.md:{}: the page lacks `{fragment}`",
+                example.line
+            ));
         }
     }
     // Examples that report problems each get a site of their own.
@@ -84,11 +135,26 @@ fn every_example_in_the_authoring_guide_holds() {
         let (code, stderr) = build(site.path());
         let expected_code = if example.expects_error() { 2 } else { 0 };
         if code != expected_code {
-            failures.push(format!("docs/authoring.md:{}: exit code {code}, expected {expected_code}:\n{stderr}", example.line));
+            failures.push(format!(
+                "docs/authoring.md:{}: exit code {code}, expected {expected_code}:\n{stderr}",
+                example.line
+            ));
         }
-        for fragment in example.expected.iter().filter(|f| !stderr.contains(f.as_str())) {
-            failures.push(format!("docs/authoring.md:{}: diagnostics lack `{fragment}`:\n{stderr}", example.line));
+        for fragment in example
+            .expected
+            .iter()
+            .filter(|f| !stderr.contains(f.as_str()))
+        {
+            failures.push(format!(
+                "docs/authoring.md:{}: diagnostics lack `{fragment}`:\n{stderr}",
+                example.line
+            ));
         }
     }
-    assert!(failures.is_empty(), "{} failure(s):\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} failure(s):\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }

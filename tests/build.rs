@@ -17,13 +17,18 @@ fn a_site_builds_into_complete_pages() {
     // The experiment's code, fresh output, figure and table are on the page.
     assert!(first.contains("let h = lab.randn((5, 8));"));
     assert!(first.contains("sum = 1.000"));
-    assert!(first.contains("<figure class=\"lab-figure\" id=\"fig-bars\">") && first.contains("<svg"));
+    assert!(
+        first.contains("<figure class=\"lab-figure\" id=\"fig-bars\">") && first.contains("<svg")
+    );
     assert!(first.contains("图 1") && first.contains("五个位置上的注意力权重"));
     assert!(first.contains("表 1") && first.contains("<th>位置</th>"));
     // The hidden block's code is not shown, its hidden line never.
     assert!(!first.contains("let rows"));
     // The quote shows the rerun value, with the full value on hover.
-    assert!(first.contains("title=\"实验值 1；原文 1.00；规则：rounding to 2 decimals\">1.00</span>"), "{first}");
+    assert!(
+        first.contains("title=\"实验值 1；原文 1.00；规则：rounding to 2 decimals\">1.00</span>"),
+        "{first}"
+    );
     // Headings get anchors and a TOC; URLs honour the base path of base_url.
     assert!(first.contains("<h2 id=\"scores\"><a class=\"anchor\" href=\"#scores\""));
     assert!(first.contains("href=\"#scores\">打分</a>"));
@@ -32,12 +37,18 @@ fn a_site_builds_into_complete_pages() {
     // The run metadata footer names the seed.
     assert!(first.contains("随机种子 7"));
     // Cross-chapter quotes bind.
-    assert!(site.read("public/second/index.html").contains(">1.0</span>"));
+    assert!(
+        site.read("public/second/index.html")
+            .contains(">1.0</span>")
+    );
     let index = site.read("public/index.html");
     let (a, b) = (index.find("第一篇").unwrap(), index.find("第二篇").unwrap());
     assert!(a < b, "the index lists chapters in series order");
     assert!(site.path("public/.nojekyll").exists());
-    assert!(site.path("public/katex/fonts/KaTeX_Main-Regular.woff2").exists());
+    assert!(
+        site.path("public/katex/fonts/KaTeX_Main-Regular.woff2")
+            .exists()
+    );
     assert!(site.path("public/style.css").exists());
 }
 
@@ -47,12 +58,25 @@ fn a_second_build_reruns_nothing_and_rerun_forces_it() {
     assert_eq!(site.run(&["build"]).code, 0);
     let second = site.run(&["build"]);
     assert_eq!(second.code, 0, "{}", second.stderr);
-    assert!(second.stdout.contains("experiments: 0 run, 1 cached"), "{}", second.stdout);
+    assert!(
+        second.stdout.contains("experiments: 0 run, 1 cached"),
+        "{}",
+        second.stdout
+    );
     let page = site.read("public/first/index.html");
     let forced = site.run(&["build", "--rerun"]);
-    assert!(forced.stdout.contains("experiments: 1 run, 0 cached"), "{}", forced.stdout);
+    assert!(
+        forced.stdout.contains("experiments: 1 run, 0 cached"),
+        "{}",
+        forced.stdout
+    );
     // Same seed, same results: the page is the same apart from the run time in the footer.
-    let strip = |s: &str| s.split("<footer class=\"run-meta\">").next().unwrap_or_default().to_string();
+    let strip = |s: &str| {
+        s.split("<footer class=\"run-meta\">")
+            .next()
+            .unwrap_or_default()
+            .to_string()
+    };
     assert_eq!(strip(&page), strip(&site.read("public/first/index.html")));
 }
 
@@ -66,7 +90,12 @@ fn editing_prose_keeps_the_cache_but_editing_a_block_reruns_it() {
     assert!(site.run(&["build"]).stdout.contains("0 run, 1 cached"));
     site.write(path, &text.replace("lab.randn(8)", "lab.randn(8) * 0.5"));
     let run = site.run(&["build"]);
-    assert!(run.stdout.contains("1 run, 0 cached"), "{}{}", run.stdout, run.stderr);
+    assert!(
+        run.stdout.contains("1 run, 0 cached"),
+        "{}{}",
+        run.stdout,
+        run.stderr
+    );
 }
 
 #[test]
@@ -94,9 +123,16 @@ fn two_relative_tolerances_in_one_paragraph_stay_quotes() {
     let site = Site::fixture("quotes");
     let run = site.run(&["build"]);
     assert_eq!(run.code, 0, "drift only warns: {}", run.stderr);
-    assert!(run.stderr.contains("warning: quoted 9.99"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("warning: quoted 9.99"),
+        "{}",
+        run.stderr
+    );
     let page = site.read("public/q/index.html");
-    assert!(!page.contains("<del>"), "no strikethrough between the two ~5% quotes");
+    assert!(
+        !page.contains("<del>"),
+        "no strikethrough between the two ~5% quotes"
+    );
     assert!(page.contains(">3.0x</span>") && page.contains(">1,234,568</span>"));
     let strict = site.run(&["build", "--strict"]);
     assert_eq!(strict.code, 1, "{}", strict.stderr);

@@ -12,8 +12,16 @@ fn failing_build(fixture: &str) -> Run {
     std::fs::create_dir_all(site.path("public")).unwrap();
     site.write("public/index.html", "earlier site");
     let run = site.run(&["build"]);
-    assert_eq!(run.code, 2, "stdout: {}\nstderr: {}", run.stdout, run.stderr);
-    assert_eq!(site.read("public/index.html"), "earlier site", "public/ must be untouched");
+    assert_eq!(
+        run.code, 2,
+        "stdout: {}\nstderr: {}",
+        run.stdout, run.stderr
+    );
+    assert_eq!(
+        site.read("public/index.html"),
+        "earlier site",
+        "public/ must be untouched"
+    );
     assert!(run.stderr.contains("nothing was written"));
     run
 }
@@ -33,20 +41,38 @@ fn bad_math_points_at_each_formula() {
 #[test]
 fn compile_errors_point_at_the_markdown_line() {
     let run = failing_build("compile-error");
-    assert!(run.stderr.contains("content/01-a.md:13:15: error[E0425]") || run.stderr.contains("content/01-a.md:13:15: error: cannot find value"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("content/01-a.md:13:15: error[E0425]")
+            || run
+                .stderr
+                .contains("content/01-a.md:13:15: error: cannot find value"),
+        "{}",
+        run.stderr
+    );
     insta::assert_snapshot!("compile_error", run.stderr);
 }
 
 #[test]
 fn a_panic_names_the_block_and_its_line() {
     let run = failing_build("panic");
-    assert!(run.stderr.contains("content/01-a.md:12:14: error: experiment block 2 panicked: index out of bounds"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains(
+            "content/01-a.md:12:14: error: experiment block 2 panicked: index out of bounds"
+        ),
+        "{}",
+        run.stderr
+    );
 }
 
 #[test]
 fn a_hanging_block_is_killed_at_its_timeout() {
     let run = failing_build("timeout");
-    assert!(run.stderr.contains("content/01-a.md:6:1: error: experiment block 1 did not finish within 1 s"), "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("content/01-a.md:6:1: error: experiment block 1 did not finish within 1 s"),
+        "{}",
+        run.stderr
+    );
 }
 
 #[test]

@@ -9,7 +9,12 @@ fn a_clean_site_verifies() {
     let site = Site::fixture("basic");
     let run = site.run(&["verify"]);
     assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
-    assert!(run.stdout.contains("3 quotes, 1 outputs checked, 0 drifted"), "{}", run.stdout);
+    assert!(
+        run.stdout
+            .contains("3 quotes, 1 outputs checked, 0 drifted"),
+        "{}",
+        run.stdout
+    );
 }
 
 #[test]
@@ -20,11 +25,23 @@ fn a_changed_number_fails_and_fix_restores_exactly_that_number() {
     site.write(path, &original.replace("[1.00]{=sum}", "[1.50]{=sum}"));
     let run = site.run(&["verify"]);
     assert_eq!(run.code, 1, "{}", run.stderr);
-    assert!(run.stdout.contains("content/01-first.md:44:8  quoted 1.50  rerun 1  (rounding to 2 decimals)"), "{}", run.stdout);
-    assert!(run.stdout.contains("3 quotes, 1 outputs checked, 1 drifted"));
+    assert!(
+        run.stdout
+            .contains("content/01-first.md:44:8  quoted 1.50  rerun 1  (rounding to 2 decimals)"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout
+            .contains("3 quotes, 1 outputs checked, 1 drifted")
+    );
     let fixed = site.run(&["verify", "--fix"]);
     assert_eq!(fixed.code, 0, "{}", fixed.stderr);
-    assert!(fixed.stdout.contains("fixed 1 place(s) in content/01-first.md"));
+    assert!(
+        fixed
+            .stdout
+            .contains("fixed 1 place(s) in content/01-first.md")
+    );
     assert_eq!(site.read(path), original, "--fix changes no other byte");
     assert_eq!(site.run(&["verify"]).code, 0);
 }
@@ -35,18 +52,33 @@ fn fix_rewrites_numbers_and_outputs_but_never_bounds() {
     let before = site.read("content/01-q.md");
     let run = site.run(&["verify"]);
     assert_eq!(run.code, 1);
-    assert!(run.stdout.contains("pinned output differs from the rerun"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("pinned output differs from the rerun"),
+        "{}",
+        run.stdout
+    );
     assert!(run.stdout.contains("-x0 = 0.0000"));
     let json = site.run(&["verify", "--format", "json"]);
     let report: serde_json::Value = serde_json::from_str(&json.stdout).expect("json report");
     assert_eq!(report["drifted"], 3, "{report}");
     assert_eq!(site.run(&["verify", "--fix"]).code, 0);
     let after = site.read("content/01-q.md");
-    assert!(after.contains("[40x]{=ratio >=2}"), "bounds are never rewritten");
+    assert!(
+        after.contains("[40x]{=ratio >=2}"),
+        "bounds are never rewritten"
+    );
     assert!(after.contains("[3.0x]{=ratio ~5%}") && after.contains("[3.0x]{=ratio ~5%} in one"));
     assert!(!after.contains("9.99"));
-    let changed: Vec<(&str, &str)> = before.lines().zip(after.lines()).filter(|(a, b)| a != b).collect();
-    assert_eq!(changed.len(), 3, "the output line, the paragraph's first and second line: {changed:?}");
+    let changed: Vec<(&str, &str)> = before
+        .lines()
+        .zip(after.lines())
+        .filter(|(a, b)| a != b)
+        .collect();
+    assert_eq!(
+        changed.len(),
+        3,
+        "the output line, the paragraph's first and second line: {changed:?}"
+    );
     assert_eq!(site.run(&["verify"]).code, 0);
 }
 
@@ -55,5 +87,9 @@ fn verify_names_unknown_chapters() {
     let site = Site::fixture("basic");
     let run = site.run(&["verify", "frist"]);
     assert_eq!(run.code, 2);
-    assert!(run.stderr.contains("no chapter `frist`") && run.stderr.contains("did you mean `first`?"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("no chapter `frist`") && run.stderr.contains("did you mean `first`?"),
+        "{}",
+        run.stderr
+    );
 }

@@ -134,11 +134,11 @@ fn value_span(toml_text: &str, key: &str) -> Option<Range<usize>> {
     let mut offset = 0;
     for line in toml_text.split_inclusive('\n') {
         let trimmed = line.trim_start();
-        if let Some(rest) = trimmed.strip_prefix(key) {
-            if rest.trim_start().starts_with('=') {
-                let start = offset + (line.len() - trimmed.len());
-                return Some(start..offset + line.trim_end().len());
-            }
+        if let Some(rest) = trimmed.strip_prefix(key)
+            && rest.trim_start().starts_with('=')
+        {
+            let start = offset + (line.len() - trimmed.len());
+            return Some(start..offset + line.trim_end().len());
         }
         offset += line.len();
     }

@@ -1,9 +1,9 @@
 //! Stage 3: compile and run the experiment blocks, cached.
 //!
-//! 1. Key each chapter's blocks ([`cache`]); chapters whose key is cached are done.
+//! 1. Key each chapter's blocks (`cache`); chapters whose key is cached are done.
 //! 2. Generate one crate for the stale chapters ([`generate`]) and build it with cargo
-//!    ([`compile`]), mapping compiler messages to Markdown lines.
-//! 3. Run each stale chapter in its own process, in parallel ([`process`]), and read its
+//!    (`compile`), mapping compiler messages to Markdown lines.
+//! 3. Run each stale chapter in its own process, in parallel (`process`), and read its
 //!    results back over JSON; panics and timeouts become diagnostics at the block.
 //! 4. Store the fresh results in the cache.
 
@@ -156,6 +156,9 @@ pub fn run(series: &Series, plan: &LabPlan) -> Result<Vec<Option<ChapterRun>>, V
     Ok(runs)
 }
 
+/// One chapter's run, or what went wrong.
+type Outcome = Result<ChapterRun, Vec<Diagnostic>>;
+
 struct Built {
     executable: PathBuf,
     map: SourceMap,
@@ -276,8 +279,7 @@ fn run_all(
     };
     bar.set_message("running experiments");
     let next = AtomicUsize::new(0);
-    let outcomes: Mutex<Vec<Option<Result<ChapterRun, Vec<Diagnostic>>>>> =
-        Mutex::new(vec![None; chapters.len()]);
+    let outcomes: Mutex<Vec<Option<Outcome>>> = Mutex::new(vec![None; chapters.len()]);
     let default_timeout = site_timeout
         .map(Duration::from_secs)
         .unwrap_or(plan.timeout);

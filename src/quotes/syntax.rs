@@ -294,7 +294,11 @@ mod tests {
     #[test]
     fn excluded_ranges_are_skipped() {
         let text = "`[1]{=a}` and [2]{=b}";
-        let (quotes, _) = scan(text, 100, &[100..109]);
+        let code_span = [Range {
+            start: 100,
+            end: 109,
+        }];
+        let (quotes, _) = scan(text, 100, &code_span);
         assert_eq!(quotes.len(), 1);
         assert_eq!(quotes[0].name, "b");
         assert_eq!(quotes[0].span.start, 100 + 14);

@@ -59,7 +59,10 @@ fn clean_error(raw: &str) -> String {
         .split_once("KaTeX parse error: ")
         .map_or(raw, |(_, rest)| rest);
     let message = message.trim_end_matches(['"', ')']);
-    unescape_debug(message).split_whitespace().collect::<Vec<_>>().join(" ")
+    unescape_debug(message)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Undoes Rust's `{:?}` escaping (`\\`, `\n`, `\"`) in one left-to-right pass.
@@ -107,7 +110,11 @@ mod tests {
         );
         assert!(err.message.contains("expected '}'"), "{}", err.message);
         let err = r.render("\\nabla \\left( x\n", true).unwrap_err();
-        assert!(err.message.ends_with("\\nabla \\left( x"), "{}", err.message);
+        assert!(
+            err.message.ends_with("\\nabla \\left( x"),
+            "{}",
+            err.message
+        );
     }
 
     #[test]

@@ -7,12 +7,12 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// A fixture site copied into a temporary directory.
-pub struct Site {
+pub(crate) struct Site {
     dir: tempfile::TempDir,
 }
 
 /// What a command printed and returned.
-pub struct Run {
+pub(crate) struct Run {
     pub code: i32,
     pub stdout: String,
     pub stderr: String,
@@ -20,31 +20,33 @@ pub struct Run {
 
 impl Site {
     /// Copies `tests/fixtures/<name>`.
-    pub fn fixture(name: &str) -> Site {
-        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name);
+    pub(crate) fn fixture(name: &str) -> Site {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures")
+            .join(name);
         let dir = tempfile::tempdir().expect("temp dir");
         copy_dir(&src, dir.path());
         Site { dir }
     }
 
-    pub fn root(&self) -> &Path {
+    pub(crate) fn root(&self) -> &Path {
         self.dir.path()
     }
 
-    pub fn path(&self, rel: &str) -> PathBuf {
+    pub(crate) fn path(&self, rel: &str) -> PathBuf {
         self.dir.path().join(rel)
     }
 
-    pub fn read(&self, rel: &str) -> String {
+    pub(crate) fn read(&self, rel: &str) -> String {
         std::fs::read_to_string(self.path(rel)).unwrap_or_else(|e| panic!("cannot read {rel}: {e}"))
     }
 
-    pub fn write(&self, rel: &str, text: &str) {
+    pub(crate) fn write(&self, rel: &str, text: &str) {
         std::fs::write(self.path(rel), text).expect("write");
     }
 
     /// Runs `attnbook --root SITE args...`.
-    pub fn run(&self, args: &[&str]) -> Run {
+    pub(crate) fn run(&self, args: &[&str]) -> Run {
         let output = Command::new(env!("CARGO_BIN_EXE_attnbook"))
             .arg("--root")
             .arg(self.root())
@@ -53,7 +55,11 @@ impl Site {
             .expect("run attnbook");
         let root = self.root().display().to_string();
         let clean = |bytes: &[u8]| String::from_utf8_lossy(bytes).replace(&root, "[ROOT]");
-        Run { code: output.status.code().unwrap_or(-1), stdout: clean(&output.stdout), stderr: clean(&output.stderr) }
+        Run {
+            code: output.status.code().unwrap_or(-1),
+            stdout: clean(&output.stdout),
+            stderr: clean(&output.stderr),
+        }
     }
 }
 

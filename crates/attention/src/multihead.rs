@@ -186,7 +186,7 @@ pub fn concat_heads(heads: &[Array2<f64>]) -> Array2<f64> {
 }
 
 fn check_heads(d_model: usize, n_heads: usize) -> Result<(), AttentionError> {
-    if n_heads == 0 || d_model % n_heads != 0 {
+    if n_heads == 0 || !d_model.is_multiple_of(n_heads) {
         return Err(AttentionError::InvalidConfig(format!(
             "d_model {d_model} is not divisible into {n_heads} heads"
         )));

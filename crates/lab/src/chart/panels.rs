@@ -135,7 +135,7 @@ impl Panels {
             .unwrap_or_else(|| self.options.y_scale(bars.values.iter().copied()));
         // Axis titles only on the outer panels: the left column and the lowest panel of each
         // column.
-        let first_col = index % self.cols == 0;
+        let first_col = index.is_multiple_of(self.cols);
         let lowest = index + self.cols >= self.panels.len();
         let panel = BarPanel {
             bars,
