@@ -283,6 +283,10 @@ fn render_site(series: &Series) -> Result<Files, Vec<Diagnostic>> {
         return Err(errors);
     }
     files.push((PathBuf::from(".nojekyll"), Vec::new()));
+    files.push((
+        PathBuf::from("highlight.css"),
+        render::highlight::stylesheet().into_bytes(),
+    ));
     static_files(&series.root, &mut files).map_err(|e| vec![e])?;
     Ok(files)
 }

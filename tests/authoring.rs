@@ -118,15 +118,17 @@ fn every_example_in_the_authoring_guide_holds() {
         let page =
             std::fs::read_to_string(site.path().join(format!("public/example-{n}/index.html")))
                 .unwrap();
-        for fragment in example
-            .expected
-            .iter()
-            .filter(|f| !page.contains(f.as_str()))
-        {
-            failures.push(format!(
-                "docs/authoring.md:{}: the page lacks `{fragment}`",
-                example.line
-            ));
+        for fragment in &example.expected {
+            let line = example.line;
+            match fragment.strip_prefix('!') {
+                Some(absent) if page.contains(absent) => failures.push(format!(
+                    "docs/authoring.md:{line}: the page must not contain `{absent}`"
+                )),
+                None if !page.contains(fragment.as_str()) => failures.push(format!(
+                    "docs/authoring.md:{line}: the page lacks `{fragment}`"
+                )),
+                _ => {}
+            }
         }
     }
     // Examples that report problems each get a site of their own.

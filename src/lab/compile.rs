@@ -212,11 +212,7 @@ mod tests {
         let d = to_diagnostic(&m, &krate.map, true);
         let loc = d.location.unwrap();
         assert_eq!(loc.to_string(), "content/01-a.md:12:11");
-        assert!(
-            d.notes
-                .iter()
-                .any(|n| n.contains("not found in this scope"))
-        );
+        assert_eq!(d.label.as_deref(), Some("not found in this scope"));
         assert!(
             d.notes
                 .iter()

@@ -3,8 +3,6 @@
 
 use std::ops::Range;
 
-use pulldown_cmark::{CodeBlockKind, Event, Tag, TagEnd};
-
 use crate::content::Chapter;
 use crate::diagnostic::{Diagnostic, Location};
 
@@ -77,17 +75,15 @@ impl Experiment {
 /// A fenced block being collected.
 pub(super) struct CodeState {
     info: String,
-    kind: CodeBlockKind<'static>,
     span: Range<usize>,
     text: String,
     text_start: Option<usize>,
 }
 
 impl CodeState {
-    pub(super) fn new(info: String, kind: CodeBlockKind<'static>, span: Range<usize>) -> Self {
+    pub(super) fn new(info: String, span: Range<usize>) -> Self {
         CodeState {
             info,
-            kind,
             span,
             text: String::new(),
             text_start: None,
@@ -114,13 +110,12 @@ impl CodeState {
         self.words().first() == Some(&"output")
     }
 
-    pub(super) fn into_events(self) -> Vec<Event<'static>> {
-        let mut events = vec![Event::Start(Tag::CodeBlock(self.kind))];
-        if !self.text.is_empty() {
-            events.push(Event::Text(self.text.into()));
+    pub(super) fn into_piece(self) -> super::Piece {
+        let lang = self.words().first().map(|w| w.to_string());
+        super::Piece::Code {
+            lang,
+            text: self.text,
         }
-        events.push(Event::End(TagEnd::CodeBlock));
-        events
     }
 
     pub(super) fn into_pinned(self, chapter: &Chapter) -> PinnedOutput {

@@ -63,6 +63,13 @@ pub enum Piece {
     HeadingStart(usize),
     /// End of heading `Doc::headings[i]`.
     HeadingEnd(usize),
+    /// A fenced or indented code block that is not an experiment.
+    Code {
+        /// The first word of the fence info (`rust`, `toml`, ...), if any.
+        lang: Option<String>,
+        /// The code.
+        text: String,
+    },
     /// A `{{table: name}}` or `{{figure: name}}` line.
     Placement {
         /// Table or figure.
@@ -355,7 +362,7 @@ impl<'c> Builder<'c> {
             CodeBlockKind::Fenced(info) => info.to_string(),
             CodeBlockKind::Indented => String::new(),
         };
-        self.code = Some(experiment::CodeState::new(info, kind, span));
+        self.code = Some(experiment::CodeState::new(info, span));
     }
 
     fn end_code(&mut self) {
@@ -376,9 +383,7 @@ impl<'c> Builder<'c> {
                 exp.pinned = Some(pinned);
             }
         } else {
-            for event in code.into_events() {
-                self.push(event);
-            }
+            self.doc.pieces.push(code.into_piece());
         }
     }
 }

@@ -48,22 +48,14 @@ fn experiment_blocks_and_pinned_output() {
     assert_eq!(pinned.text, "1\n");
     assert_eq!(pinned.line, 13);
     // The output block is folded into the experiment, not rendered as code.
-    assert!(
-        !doc.pieces
-            .iter()
-            .any(|p| matches!(p, Piece::Event(Event::Start(Tag::CodeBlock(_)))))
-    );
+    assert!(!doc.pieces.iter().any(|p| matches!(p, Piece::Code { .. })));
 }
 
 #[test]
 fn an_output_block_elsewhere_is_ordinary_code() {
     let (_, doc, _) = parsed("```output\n1\n```\n");
     assert!(doc.experiments.is_empty());
-    assert!(
-        doc.pieces
-            .iter()
-            .any(|p| matches!(p, Piece::Event(Event::Start(Tag::CodeBlock(_)))))
-    );
+    assert!(doc.pieces.iter().any(|p| matches!(p, Piece::Code { .. })));
 }
 
 #[test]

@@ -11,6 +11,7 @@ use pulldown_cmark::{Event, html};
 use crate::lab::{BlockOutput, ChapterRun};
 use crate::markdown::{Doc, Experiment, Piece, PlacementKind};
 use crate::quotes::Binding;
+use crate::render::highlight;
 use crate::render::math::MathError;
 use lab_protocol::{Figure, Table};
 
@@ -105,6 +106,7 @@ fn piece_event(
         Piece::Experiment(i) => {
             Event::Html(experiment_html(inputs, numbering, &inputs.doc.experiments[*i]).into())
         }
+        Piece::Code { lang, text } => Event::Html(code_html(lang.as_deref(), text).into()),
         Piece::Placement {
             kind: PlacementKind::Figure,
             name,
@@ -129,6 +131,19 @@ fn piece_event(
                 .unwrap_or_default()
                 .into(),
         ),
+    }
+}
+
+fn code_html(lang: Option<&str>, text: &str) -> String {
+    let body = lang
+        .and_then(|l| highlight::highlight(text, l))
+        .unwrap_or_else(|| escape(text));
+    match lang {
+        Some(l) => format!(
+            "<pre><code class=\"language-{}\">{body}</code></pre>\n",
+            escape(l)
+        ),
+        None => format!("<pre><code>{body}</code></pre>\n"),
     }
 }
 
@@ -171,7 +186,7 @@ fn experiment_html(inputs: &PageInputs<'_>, numbering: &Numbering<'_>, exp: &Exp
         let _ = writeln!(
             out,
             "<div class=\"experiment-code\"><pre><code class=\"language-rust\">{}</code></pre></div>",
-            escape(exp.shown_code().trim_end())
+            highlighted_rust(exp.shown_code().trim_end())
         );
     }
     let block = inputs.run.and_then(|run| run.blocks.get(exp.index));
@@ -194,6 +209,10 @@ fn experiment_html(inputs: &PageInputs<'_>, numbering: &Numbering<'_>, exp: &Exp
     }
     out.push_str("</section>\n");
     out
+}
+
+fn highlighted_rust(code: &str) -> String {
+    highlight::highlight(code, "rust").unwrap_or_else(|| escape(code))
 }
 
 fn output_html(block: &BlockOutput) -> String {

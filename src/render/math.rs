@@ -110,11 +110,7 @@ mod tests {
         );
         assert!(err.message.contains("expected '}'"), "{}", err.message);
         let err = r.render("\\nabla \\left( x\n", true).unwrap_err();
-        assert!(
-            err.message.ends_with("\\nabla \\left( x"),
-            "{}",
-            err.message
-        );
+        assert!(err.message.ends_with("\\left( x"), "{}", err.message);
     }
 
     #[test]
