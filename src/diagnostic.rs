@@ -155,6 +155,13 @@ impl Diagnostics {
         self.items.extend(diagnostics);
     }
 
+    /// Turns every warning into an error (`--strict`).
+    pub fn promote_warnings(&mut self) {
+        for d in &mut self.items {
+            d.severity = Severity::Error;
+        }
+    }
+
     /// True if any error was recorded.
     pub fn has_errors(&self) -> bool {
         self.items.iter().any(Diagnostic::is_error)

@@ -15,11 +15,10 @@ fn main() -> ExitCode {
         Plan::Build(p) => site::build(p),
         Plan::Verify(p) => site::verify(p),
     };
-    let strict = matches!(&plan, Plan::Build(p) if p.strict);
-    report(&outcome, strict)
+    report(&outcome)
 }
 
-fn report(outcome: &Outcome, strict: bool) -> ExitCode {
+fn report(outcome: &Outcome) -> ExitCode {
     let sorted = outcome.diagnostics.sorted();
     let sources = |path: &std::path::Path| match &outcome.series {
         Some(series) => series.source_of(path),
@@ -36,10 +35,7 @@ fn report(outcome: &Outcome, strict: bool) -> ExitCode {
     if errors > 0 {
         eprintln!("error: {errors} error(s), {warnings} warning(s); nothing was written");
         ExitCode::from(2)
-    } else if outcome.failed_checks || (strict && warnings > 0) {
-        if strict && warnings > 0 {
-            eprintln!("error: {warnings} warning(s) with --strict; nothing was written");
-        }
+    } else if outcome.failed_checks {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS

@@ -15,7 +15,8 @@ fn a_site_builds_into_complete_pages() {
     assert!(!first.contains("$$") && !first.contains("$e_j"));
     assert!(first.contains("<div class=\"math-display\">"));
     // The experiment's code, fresh output, figure and table are on the page.
-    assert!(first.contains("let h = lab.randn((5, 8));"));
+    assert!(first.contains("<div class=\"experiment-code\"><pre><code class=\"language-rust\">"));
+    assert!(first.contains("<span class=\"hl-storage hl-type hl-rust\">let</span> h"));
     assert!(first.contains("sum = 1.000"));
     assert!(
         first.contains("<figure class=\"lab-figure\" id=\"fig-bars\">") && first.contains("<svg")
@@ -50,6 +51,13 @@ fn a_site_builds_into_complete_pages() {
             .exists()
     );
     assert!(site.path("public/style.css").exists());
+}
+
+#[test]
+fn a_page_without_experiments_matches_its_snapshot() {
+    let site = Site::fixture("basic");
+    assert_eq!(site.run(&["build"]).code, 0);
+    insta::assert_snapshot!("second_page", site.read("public/second/index.html"));
 }
 
 #[test]
@@ -135,5 +143,6 @@ fn two_relative_tolerances_in_one_paragraph_stay_quotes() {
     );
     assert!(page.contains(">3.0x</span>") && page.contains(">1,234,568</span>"));
     let strict = site.run(&["build", "--strict"]);
-    assert_eq!(strict.code, 1, "{}", strict.stderr);
+    assert_eq!(strict.code, 2, "--strict makes warnings errors: {}", strict.stderr);
+    assert!(strict.stderr.contains("error: quoted 9.99"));
 }

@@ -8,10 +8,14 @@ use common::{Run, Site};
 /// Builds once successfully (if it can), then breaks nothing but runs the failing build, and
 /// checks that `public/` survived.
 fn failing_build(fixture: &str) -> Run {
+    failing(fixture, &["build"])
+}
+
+fn failing(fixture: &str, args: &[&str]) -> Run {
     let site = Site::fixture(fixture);
     std::fs::create_dir_all(site.path("public")).unwrap();
     site.write("public/index.html", "earlier site");
-    let run = site.run(&["build"]);
+    let run = site.run(args);
     assert_eq!(
         run.code, 2,
         "stdout: {}\nstderr: {}",
@@ -33,9 +37,21 @@ fn bad_front_matter_lists_every_file() {
 }
 
 #[test]
-fn bad_math_points_at_each_formula() {
-    let run = failing_build("bad-math");
+fn bad_math_points_at_each_formula_and_fails_strict_builds() {
+    let run = failing("bad-math", &["build", "--strict"]);
     insta::assert_snapshot!("bad_math", run.stderr);
+}
+
+#[test]
+fn bad_math_is_a_visible_red_box_in_a_normal_build() {
+    let site = Site::fixture("bad-math");
+    let run = site.run(&["build"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stderr.contains("content/01-a.md:6:17: warning: KaTeX cannot render this formula"));
+    let page = site.read("public/a/index.html");
+    assert!(page.contains("<span class=\"math-error\" title=\"Unexpected end of input"), "{page}");
+    assert!(page.contains("<div class=\"math-error\""));
+    assert!(page.contains("<code>\\frac{a}</code>"));
 }
 
 #[test]
