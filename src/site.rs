@@ -268,10 +268,11 @@ type Files = Vec<(PathBuf, Vec<u8>)>;
 
 fn render_site(series: &Series) -> Result<Files, Vec<Diagnostic>> {
     let tera = render::load_templates(&series.root)?;
+    let values = quotes::ValueIndex::new(series);
     let mut files: Files = Vec::new();
     let mut errors = Vec::new();
     for (i, chapter) in series.chapters.iter().enumerate() {
-        match render::chapter_page(&tera, series, i) {
+        match render::chapter_page(&tera, series, &values, i) {
             Ok(page) => files.push((
                 PathBuf::from(&chapter.slug).join("index.html"),
                 page.into_bytes(),

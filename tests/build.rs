@@ -146,3 +146,13 @@ fn two_relative_tolerances_in_one_paragraph_stay_quotes() {
     assert_eq!(strict.code, 2, "--strict makes warnings errors: {}", strict.stderr);
     assert!(strict.stderr.contains("error: quoted 9.99"));
 }
+
+#[test]
+fn a_site_template_overrides_the_default_and_sees_the_values() {
+    let site = Site::fixture("template-override");
+    let run = site.run(&["build"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let page = site.read("public/t/index.html");
+    assert!(page.contains("<main class=\"custom\">T: loss=0.25, w1=0.5</main>"), "{page}");
+    assert!(page.contains("<header class=\"site-header\">"), "the built-in base.html is still used");
+}

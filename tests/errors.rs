@@ -96,3 +96,10 @@ fn unknown_names_suggest_the_closest() {
     let run = failing_build("unknown-quote");
     insta::assert_snapshot!("unknown_quote", run.stderr);
 }
+
+#[test]
+fn a_template_error_names_the_template() {
+    let run = failing_build("bad-template");
+    assert!(run.stderr.contains("template error in templates: Failed to parse 'chapter.html'") || run.stderr.contains("no_such_filter"), "{}", run.stderr);
+    assert!(run.stderr.contains("help: fix the template under templates/"), "{}", run.stderr);
+}

@@ -66,6 +66,11 @@ impl ValueIndex {
         ValueIndex { chapters }
     }
 
+    /// All values of one chapter, by flattened name (for templates).
+    pub fn chapter(&self, slug: &str) -> Option<&BTreeMap<String, f64>> {
+        self.chapters.get(slug)
+    }
+
     /// Looks `name` up from `slug`'s point of view (`other/name` reaches another chapter).
     pub fn get(&self, slug: &str, name: &str) -> Result<f64, Diagnostic> {
         let (chapter, local) = name.split_once('/').unwrap_or((slug, name));

@@ -202,6 +202,7 @@ fn run_view(meta: &RunMeta) -> RunView<'_> {
 pub fn chapter_page<'a>(
     tera: &Tera,
     series: &'a Series,
+    values: &crate::quotes::ValueIndex,
     index: usize,
 ) -> Result<String, Diagnostic> {
     let chapter = &series.chapters[index];
@@ -215,6 +216,8 @@ pub fn chapter_page<'a>(
     context.insert("site", &site);
     context.insert("chapter", &ChapterView::new(chapter, &site.base_path));
     context.insert("toc", &toc(&chapter.doc.headings));
+    // Every value the chapter's experiments recorded, e.g. `{{ values["entropy.dot"] }}`.
+    context.insert("values", &values.chapter(&chapter.slug));
     context.insert(
         "prev",
         &index.checked_sub(1).map(|i| link(&series.chapters[i])),
