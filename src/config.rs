@@ -55,6 +55,8 @@ pub struct LabConfig {
     pub crate_path: Option<PathBuf>,
     /// Default per-block timeout in seconds.
     pub timeout: Option<u64>,
+    /// Address-space limit of an experiment process, in MiB (default 4096).
+    pub memory_mb: Option<u64>,
 }
 
 fn default_language() -> String {

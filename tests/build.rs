@@ -143,7 +143,11 @@ fn two_relative_tolerances_in_one_paragraph_stay_quotes() {
     );
     assert!(page.contains(">3.0x</span>") && page.contains(">1,234,568</span>"));
     let strict = site.run(&["build", "--strict"]);
-    assert_eq!(strict.code, 2, "--strict makes warnings errors: {}", strict.stderr);
+    assert_eq!(
+        strict.code, 2,
+        "--strict makes warnings errors: {}",
+        strict.stderr
+    );
     assert!(strict.stderr.contains("error: quoted 9.99"));
 }
 
@@ -153,6 +157,24 @@ fn a_site_template_overrides_the_default_and_sees_the_values() {
     let run = site.run(&["build"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     let page = site.read("public/t/index.html");
-    assert!(page.contains("<main class=\"custom\">T: loss=0.25, w1=0.5</main>"), "{page}");
-    assert!(page.contains("<header class=\"site-header\">"), "the built-in base.html is still used");
+    assert!(
+        page.contains("<main class=\"custom\">T: loss=0.25, w1=0.5</main>"),
+        "{page}"
+    );
+    assert!(
+        page.contains("<header class=\"site-header\">"),
+        "the built-in base.html is still used"
+    );
+}
+
+#[test]
+fn experiments_run_in_a_sandbox_directory_not_the_site() {
+    let site = Site::fixture("sandbox");
+    let run = site.run(&["build"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        !site.path("scratch.txt").exists(),
+        "files a block writes stay out of the site root"
+    );
+    assert!(site.path(".attnbook/run/sandbox-a/scratch.txt").exists());
 }

@@ -47,9 +47,15 @@ fn bad_math_is_a_visible_red_box_in_a_normal_build() {
     let site = Site::fixture("bad-math");
     let run = site.run(&["build"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
-    assert!(run.stderr.contains("content/01-a.md:6:17: warning: KaTeX cannot render this formula"));
+    assert!(
+        run.stderr
+            .contains("content/01-a.md:6:17: warning: KaTeX cannot render this formula")
+    );
     let page = site.read("public/a/index.html");
-    assert!(page.contains("<span class=\"math-error\" title=\"Unexpected end of input"), "{page}");
+    assert!(
+        page.contains("<span class=\"math-error\" title=\"Unexpected end of input"),
+        "{page}"
+    );
     assert!(page.contains("<div class=\"math-error\""));
     assert!(page.contains("<code>\\frac{a}</code>"));
 }
@@ -100,6 +106,29 @@ fn unknown_names_suggest_the_closest() {
 #[test]
 fn a_template_error_names_the_template() {
     let run = failing_build("bad-template");
-    assert!(run.stderr.contains("template error in templates: Failed to parse 'chapter.html'") || run.stderr.contains("no_such_filter"), "{}", run.stderr);
-    assert!(run.stderr.contains("help: fix the template under templates/"), "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("template error in templates: Failed to parse 'chapter.html'")
+            || run.stderr.contains("no_such_filter"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr
+            .contains("help: fix the template under templates/"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn a_block_that_allocates_without_bound_fails_alone() {
+    let run = failing_build("oom");
+    assert!(
+        run.stderr
+            .contains("content/01-a.md:10:1: error: experiment block 2 ran out of memory"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("memory_mb"));
 }

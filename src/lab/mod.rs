@@ -96,7 +96,9 @@ impl Paths {
         let root = std::fs::canonicalize(&series.root).unwrap_or_else(|_| series.root.clone());
         let hash = blake3::hash(root.to_string_lossy().as_bytes()).to_hex();
         Paths {
-            work: series.root.join(".attnbook"),
+            // Absolute: experiment processes run with their sandbox as working directory.
+            work: std::path::absolute(series.root.join(".attnbook"))
+                .unwrap_or_else(|_| series.root.join(".attnbook")),
             lab_crate,
             target,
             package: format!("attnbook-lab-{}", &hash[..10]),
@@ -143,7 +145,7 @@ pub fn run(series: &Series, plan: &LabPlan) -> Result<Vec<Option<ChapterRun>>, V
         &built,
         &chapters,
         plan,
-        &series.config.lab.timeout,
+        &series.config.lab,
         &toolchain,
     )?;
     for ((i, key), run) in stale.into_iter().zip(fresh) {
@@ -257,12 +259,22 @@ fn spinner(show: bool, message: String) -> indicatif::ProgressBar {
     bar
 }
 
+/// What every chapter run of one build shares.
+struct RunSettings<'a> {
+    built: &'a Built,
+    results_dir: PathBuf,
+    output_cap: usize,
+    default_timeout: Duration,
+    memory_mb: u64,
+    toolchain: &'a str,
+}
+
 fn run_all(
     paths: &Paths,
     built: &Built,
     chapters: &[&Chapter],
     plan: &LabPlan,
-    site_timeout: &Option<u64>,
+    site: &crate::config::LabConfig,
     toolchain: &str,
 ) -> Result<Vec<ChapterRun>, Vec<Diagnostic>> {
     let results_dir = paths.work.join("run");
@@ -280,9 +292,17 @@ fn run_all(
     bar.set_message("running experiments");
     let next = AtomicUsize::new(0);
     let outcomes: Mutex<Vec<Option<Outcome>>> = Mutex::new(vec![None; chapters.len()]);
-    let default_timeout = site_timeout
-        .map(Duration::from_secs)
-        .unwrap_or(plan.timeout);
+    let settings = RunSettings {
+        built,
+        results_dir: results_dir.clone(),
+        output_cap: plan.output_cap,
+        default_timeout: site
+            .timeout
+            .map(Duration::from_secs)
+            .unwrap_or(plan.timeout),
+        memory_mb: site.memory_mb.unwrap_or(4096),
+        toolchain,
+    };
     std::thread::scope(|scope| {
         for _ in 0..plan.jobs.max(1).min(chapters.len()) {
             scope.spawn(|| {
@@ -291,14 +311,7 @@ fn run_all(
                         .iter()
                         .position(|c| std::ptr::eq(*c, chapter))
                         .unwrap_or(0);
-                    let outcome = run_chapter(
-                        built,
-                        chapter,
-                        &results_dir,
-                        plan.output_cap,
-                        default_timeout,
-                        toolchain,
-                    );
+                    let outcome = run_chapter(&settings, chapter);
                     if let Ok(mut all) = outcomes.lock() {
                         all[index] = Some(outcome);
                     }
@@ -328,14 +341,16 @@ fn run_all(
     }
 }
 
-fn run_chapter(
-    built: &Built,
-    chapter: &Chapter,
-    results_dir: &Path,
-    output_cap: usize,
-    default_timeout: Duration,
-    toolchain: &str,
-) -> Result<ChapterRun, Vec<Diagnostic>> {
+fn run_chapter(settings: &RunSettings<'_>, chapter: &Chapter) -> Outcome {
+    let RunSettings {
+        built,
+        results_dir,
+        output_cap,
+        default_timeout,
+        memory_mb,
+        toolchain,
+    } = settings;
+    let (output_cap, default_timeout) = (*output_cap, *default_timeout);
     let blocks = &chapter.doc.experiments;
     let limits = process::Limits {
         timeouts: blocks
@@ -347,7 +362,16 @@ fn run_chapter(
             })
             .collect(),
         output_cap,
+        memory: memory_mb * 1024 * 1024,
+        sandbox: results_dir.join(format!("sandbox-{}", chapter.slug)),
     };
+    let _ = std::fs::remove_dir_all(&limits.sandbox);
+    std::fs::create_dir_all(&limits.sandbox).map_err(|e| {
+        vec![Diagnostic::error(format!(
+            "cannot create {}: {e}",
+            limits.sandbox.display()
+        ))]
+    })?;
     let results_path = results_dir.join(format!("{}.json", chapter.slug));
     let _ = std::fs::remove_file(&results_path);
     let started = Instant::now();
@@ -398,6 +422,7 @@ fn failure(
         let line = chapter.doc.experiments.get(block).map_or(1, |b| b.line);
         Location::at_line(&chapter.path, line, 1)
     };
+    let last_block = finished.blocks.len().saturating_sub(1);
     match (&finished.ending, results) {
         (process::Ending::TimedOut { block, after }, _) => Some(
             Diagnostic::error(format!("experiment block {} did not finish within {} s", block + 1, after.as_secs()))
@@ -416,11 +441,16 @@ fn failure(
             }
             d
         }),
-        (process::Ending::Signalled(signal), _) => Some(
-            Diagnostic::error(format!("the experiments of this chapter were killed ({signal})"))
-                .at(block_at(0))
+        (process::Ending::Signalled(_), _) if finished.stderr.contains("memory allocation of") => Some(
+            Diagnostic::error(format!("experiment block {} ran out of memory", last_block + 1))
+                .at(block_at(last_block))
                 .with_note(tail(&finished.stderr))
-                .with_help("a block may have run out of memory"),
+                .with_help("allocate less, or raise the limit with `memory_mb` under [lab] in site.toml"),
+        ),
+        (process::Ending::Signalled(signal), _) => Some(
+            Diagnostic::error(format!("experiment block {} was killed ({signal})", last_block + 1))
+                .at(block_at(last_block))
+                .with_note(tail(&finished.stderr)),
         ),
         (ending, _) => Some(
             Diagnostic::error(format!("the experiments of this chapter failed ({ending:?}) without reporting results"))

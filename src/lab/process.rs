@@ -21,6 +21,10 @@ pub(super) struct Limits {
     pub timeouts: Vec<Duration>,
     /// Bytes of stdout kept per chapter; the rest is dropped with a note.
     pub output_cap: usize,
+    /// Address-space limit of the process, in bytes.
+    pub memory: u64,
+    /// Working directory of the process (its sandbox for files it writes).
+    pub sandbox: std::path::PathBuf,
 }
 
 /// How the process ended.
@@ -65,14 +69,17 @@ pub(super) fn run(
     results: &Path,
     limits: &Limits,
 ) -> std::io::Result<Finished> {
-    let mut child = Command::new(binary)
+    let mut command = Command::new(binary);
+    command
         .arg(slug)
         .arg(seed.to_string())
         .arg(results)
+        .current_dir(&limits.sandbox)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()?;
+        .stderr(Stdio::piped());
+    limit_memory(&mut command, limits.memory);
+    let mut child = command.spawn()?;
     let progress = Arc::new(Mutex::new(Progress::default()));
     let stdout = child.stdout.take().map(|out| {
         let progress = Arc::clone(&progress);
@@ -100,6 +107,30 @@ pub(super) fn run(
         stderr,
     })
 }
+
+/// Caps the child's address space, so a block that allocates without bound fails alone
+/// (its allocation fails and it aborts) instead of taking the machine down.
+#[cfg(unix)]
+fn limit_memory(command: &mut Command, bytes: u64) {
+    use std::os::unix::process::CommandExt;
+    let limit = libc::rlimit {
+        rlim_cur: bytes as libc::rlim_t,
+        rlim_max: bytes as libc::rlim_t,
+    };
+    // SAFETY: runs in the forked child before exec; setrlimit is async-signal-safe and the
+    // closure touches no memory shared with the parent.
+    unsafe {
+        command.pre_exec(move || {
+            if libc::setrlimit(libc::RLIMIT_AS, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
+#[cfg(not(unix))]
+fn limit_memory(_command: &mut Command, _bytes: u64) {}
 
 fn watch(
     child: &mut Child,
