@@ -11,6 +11,7 @@ use clap::Parser;
 
 fn main() -> ExitCode {
     let plan = Cli::parse().into_plan();
+    attnbook::interrupt::install();
     let outcome = match &plan {
         Plan::Build(p) => site::build(p),
         Plan::Verify(p) => site::verify(p),

@@ -71,6 +71,30 @@ pub struct Outcome {
     pub root: PathBuf,
 }
 
+/// Takes the site's lock for the whole command: two builds of one site at once would write the
+/// same experiment crate, cache and output. The second waits, and says so.
+fn lock_site(root: &Path) -> Result<std::fs::File, Diagnostic> {
+    let work = root.join(".attnbook");
+    let open = || {
+        std::fs::create_dir_all(&work)?;
+        std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(work.join("build.lock"))
+    };
+    let file = open().map_err(|e| {
+        Diagnostic::error(format!("cannot create {}: {e}", work.display()))
+            .with_help("attnbook keeps its cache in .attnbook/ in the site root; make it writable")
+    })?;
+    if file.try_lock().is_err() {
+        eprintln!("another attnbook command is running on this site; waiting for it to finish...");
+        file.lock()
+            .map_err(|e| Diagnostic::error(format!("cannot lock {}: {e}", work.display())))?;
+    }
+    Ok(file)
+}
+
 /// Stages 1-2: load and parse. Errors stop here.
 fn load(root: &Path, drafts: bool, diagnostics: &mut Diagnostics) -> Option<Series> {
     let mut series = match content::load(root, drafts) {
@@ -205,6 +229,13 @@ pub fn build(plan: &BuildPlan) -> Outcome {
     let mut out = Outcome {
         root: plan.root.clone(),
         ..Outcome::default()
+    };
+    let _lock = match lock_site(&plan.root) {
+        Ok(lock) => lock,
+        Err(d) => {
+            out.diagnostics.push(d);
+            return out;
+        }
     };
     let started = Instant::now();
     let Some(mut series) = load(&plan.root, plan.drafts, &mut out.diagnostics) else {
@@ -373,6 +404,7 @@ fn write_site(out: &Path, files: Files) -> Result<usize, Vec<Diagnostic>> {
         .prefix(".attnbook-out-")
         .tempdir_in(parent)
         .map_err(|e| io("stage output next to", e))?;
+    let _registered = crate::interrupt::staging_dir(staging.path().to_path_buf());
     let count = files.len();
     for (rel, bytes) in files {
         let path = staging.path().join(rel);
@@ -383,14 +415,18 @@ fn write_site(out: &Path, files: Files) -> Result<usize, Vec<Diagnostic>> {
     }
     let staged = staging.keep();
     let old = parent.join(format!(".attnbook-old-{}", std::process::id()));
-    if out.exists() {
-        std::fs::rename(out, &old).map_err(|e| io("replace", e))?;
-    }
-    if let Err(e) = std::fs::rename(&staged, out) {
-        let _ = std::fs::rename(&old, out);
-        let _ = std::fs::remove_dir_all(&staged);
-        return Err(io("replace", e));
-    }
+    // An interrupt waits for the two renames: `out` is never left missing.
+    crate::interrupt::critical(|| {
+        if out.exists() {
+            std::fs::rename(out, &old).map_err(|e| io("replace", e))?;
+        }
+        if let Err(e) = std::fs::rename(&staged, out) {
+            let _ = std::fs::rename(&old, out);
+            let _ = std::fs::remove_dir_all(&staged);
+            return Err(io("replace", e));
+        }
+        Ok(())
+    })?;
     let _ = std::fs::remove_dir_all(&old);
     Ok(count)
 }
@@ -400,6 +436,13 @@ pub fn verify(plan: &VerifyPlan) -> Outcome {
     let mut out = Outcome {
         root: plan.root.clone(),
         ..Outcome::default()
+    };
+    let _lock = match lock_site(&plan.root) {
+        Ok(lock) => lock,
+        Err(d) => {
+            out.diagnostics.push(d);
+            return out;
+        }
     };
     let Some(mut series) = load(&plan.root, true, &mut out.diagnostics) else {
         return out;

@@ -183,7 +183,6 @@ fn build(paths: &Paths, chapters: &[&Chapter], plan: &LabPlan) -> Result<Built, 
             crate_dir.display()
         ))]
     };
-    let _lock = lock(&paths.work).map_err(io_error)?;
     write_crate(&crate_dir, &krate.files).map_err(io_error)?;
     let spinner = spinner(
         plan.progress,
@@ -206,23 +205,6 @@ fn build(paths: &Paths, chapters: &[&Chapter], plan: &LabPlan) -> Result<Built, 
         executable: built.executable,
         map: krate.map,
     })
-}
-
-/// Holds an exclusive lock on the site's work directory: two builds never write one crate.
-fn lock(work: &Path) -> std::io::Result<std::fs::File> {
-    std::fs::create_dir_all(work)?;
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(work.join("lab.lock"))?;
-    if file.try_lock().is_err() {
-        eprintln!(
-            "waiting for another attnbook build of this site to finish compiling experiments..."
-        );
-        file.lock()?;
-    }
-    Ok(file)
 }
 
 /// Writes files whose contents changed (unchanged files keep their mtime, so cargo skips them).

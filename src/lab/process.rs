@@ -80,6 +80,7 @@ pub(super) fn run(
         .stderr(Stdio::piped());
     limit_memory(&mut command, limits.memory);
     let mut child = command.spawn()?;
+    let _registered = crate::interrupt::child(child.id());
     let progress = Arc::new(Mutex::new(Progress::default()));
     let stdout = child.stdout.take().map(|out| {
         let progress = Arc::clone(&progress);
