@@ -116,6 +116,11 @@ pub fn toml_diagnostic(path: &Path, text: &str, error: &toml::de::Error) -> Diag
         Diagnostic::error(first_line(&message)).at(Location::in_source(path, text, span));
     if let Some(hint) = unknown_field_hint(&message) {
         diagnostic = diagnostic.with_help(hint);
+    } else if let Some(field) = message
+        .strip_prefix("missing field `")
+        .and_then(|r| r.split('`').next())
+    {
+        diagnostic = diagnostic.with_help(format!("add `{field} = ...`"));
     }
     diagnostic
 }

@@ -132,3 +132,36 @@ fn a_block_that_allocates_without_bound_fails_alone() {
     );
     assert!(run.stderr.contains("memory_mb"));
 }
+
+#[test]
+fn site_toml_errors_name_their_line() {
+    let run = failing_build("bad-config");
+    insta::assert_snapshot!("bad_config", run.stderr);
+}
+
+#[test]
+fn every_broken_chapter_is_listed_at_once() {
+    let run = failing_build("bad-chapters");
+    insta::assert_snapshot!("bad_chapters", run.stderr);
+}
+
+#[test]
+fn a_chapter_linked_from_outside_the_site_is_refused_not_ignored() {
+    let site = Site::fixture("basic");
+    let outside = tempfile::tempdir().unwrap();
+    let target = outside.path().join("03-outside.md");
+    std::fs::write(&target, "+++\ntitle = \"O\"\nnumber = 3\n+++\n").unwrap();
+    std::os::unix::fs::symlink(&target, site.path("content/03-outside.md")).unwrap();
+    let run = site.run(&["build"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("content/03-outside.md is a symbolic link to"), "{}", run.stderr);
+    assert!(run.stderr.contains("outside the site"));
+    // A link that stays inside the site is followed.
+    std::fs::remove_file(site.path("content/03-outside.md")).unwrap();
+    std::fs::create_dir(site.path("drafts")).unwrap();
+    std::fs::write(site.path("drafts/03-inside.md"), "+++\ntitle = \"I\"\nnumber = 3\n+++\n").unwrap();
+    std::os::unix::fs::symlink(site.path("drafts/03-inside.md"), site.path("content/03-inside.md")).unwrap();
+    let run = site.run(&["build"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(site.path("public/inside/index.html").exists());
+}

@@ -190,8 +190,29 @@ fn load_chapters(root: &Path, diagnostics: &mut Diagnostics) -> Vec<Chapter> {
 
 fn markdown_files(content: &Path, diagnostics: &mut Diagnostics) -> Vec<PathBuf> {
     let mut files = Vec::new();
+    let root = std::fs::canonicalize(content.parent().unwrap_or(content)).unwrap_or_default();
     for entry in WalkDir::new(content).sort_by_file_name() {
         match entry {
+            Ok(e) if e.path().extension().is_some_and(|x| x == "md") && e.path_is_symlink() => {
+                // A link is followed only inside the site: a site builds from its own files.
+                match std::fs::canonicalize(e.path()) {
+                    Ok(target) if target.starts_with(&root) && target.is_file() => {
+                        files.push(e.into_path())
+                    }
+                    Ok(target) => diagnostics.push(
+                        Diagnostic::error(format!(
+                            "{} is a symbolic link to {}, outside the site",
+                            e.path().strip_prefix(&root).unwrap_or(e.path()).display(),
+                            target.display()
+                        ))
+                        .with_help("copy the chapter into content/ instead of linking to it"),
+                    ),
+                    Err(err) => diagnostics.push(Diagnostic::error(format!(
+                        "{} is a broken symbolic link: {err}",
+                        e.path().display()
+                    ))),
+                }
+            }
             Ok(e) if e.file_type().is_file() && e.path().extension().is_some_and(|x| x == "md") => {
                 files.push(e.into_path());
             }
