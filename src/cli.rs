@@ -32,6 +32,39 @@ pub enum Command {
     ///
     /// Exit status: 0 clean, 1 drift, 2 error.
     Verify(VerifyArgs),
+    /// Build, serve the site on 127.0.0.1, rebuild on every change and reload open pages.
+    Serve(ServeArgs),
+    /// Check links, anchors, quotes and math without running experiments (exit 1 on problems).
+    Check,
+    /// Scaffold a new chapter `content/NN-SLUG.md` with the next number.
+    New(NewArgs),
+}
+
+/// Flags of `serve`.
+#[derive(Debug, clap::Args)]
+pub struct ServeArgs {
+    /// Port to listen on.
+    #[arg(long, default_value_t = 1111)]
+    pub port: u16,
+    /// Address to bind (the default serves only this machine).
+    #[arg(long, default_value = "127.0.0.1")]
+    pub bind: std::net::IpAddr,
+    /// Output directory (relative to the site root).
+    #[arg(long, default_value = "public")]
+    pub out: PathBuf,
+    /// Build chapters marked `draft = true` too.
+    #[arg(long)]
+    pub drafts: bool,
+}
+
+/// Flags of `new`.
+#[derive(Debug, clap::Args)]
+pub struct NewArgs {
+    /// The chapter's slug: lowercase ASCII words joined by `-` (it becomes the URL).
+    pub slug: String,
+    /// The chapter's title (defaults to the slug).
+    #[arg(long)]
+    pub title: Option<String>,
 }
 
 /// Flags of `build`.
@@ -110,6 +143,32 @@ pub enum Plan {
     Build(BuildPlan),
     /// Verify the quotes.
     Verify(VerifyPlan),
+    /// Serve with live reload.
+    Serve(ServePlan),
+    /// Check without running experiments.
+    Check(PathBuf),
+    /// Scaffold a chapter.
+    New(NewPlan),
+}
+
+/// What `serve` should do.
+#[derive(Debug, Clone)]
+pub struct ServePlan {
+    /// How each rebuild builds.
+    pub build: BuildPlan,
+    /// Where to listen.
+    pub addr: std::net::SocketAddr,
+}
+
+/// What `new` should do.
+#[derive(Debug, Clone)]
+pub struct NewPlan {
+    /// Site root.
+    pub root: PathBuf,
+    /// Slug of the new chapter.
+    pub slug: String,
+    /// Its title.
+    pub title: String,
 }
 
 impl Cli {
@@ -123,6 +182,27 @@ impl Cli {
                 drafts: args.drafts,
                 strict: args.strict,
                 lab: args.lab.plan(),
+                root,
+            }),
+            Command::Serve(args) => Plan::Serve(ServePlan {
+                build: BuildPlan {
+                    out: root.join(&args.out),
+                    base_url: Some("/".to_string()),
+                    drafts: args.drafts,
+                    strict: false,
+                    lab: LabArgs {
+                        rerun: false,
+                        jobs: None,
+                    }
+                    .plan(),
+                    root,
+                },
+                addr: std::net::SocketAddr::new(args.bind, args.port),
+            }),
+            Command::Check => Plan::Check(root),
+            Command::New(args) => Plan::New(NewPlan {
+                title: args.title.unwrap_or_else(|| args.slug.clone()),
+                slug: args.slug,
                 root,
             }),
             Command::Verify(args) => Plan::Verify(VerifyPlan {

@@ -25,4 +25,5 @@ pub mod lab;
 pub mod markdown;
 pub mod quotes;
 pub mod render;
+pub mod serve;
 pub mod site;

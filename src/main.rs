@@ -15,6 +15,9 @@ fn main() -> ExitCode {
     let outcome = match &plan {
         Plan::Build(p) => site::build(p),
         Plan::Verify(p) => site::verify(p),
+        Plan::Serve(p) => attnbook::serve::run(p),
+        Plan::Check(root) => site::check(root),
+        Plan::New(p) => site::new_chapter(p),
     };
     report(&outcome)
 }
@@ -33,7 +36,10 @@ fn report(outcome: &Outcome) -> ExitCode {
         outcome.diagnostics.error_count(),
         outcome.diagnostics.warning_count(),
     );
-    if errors > 0 {
+    if errors > 0 && outcome.errors_are_findings {
+        eprintln!("error: {errors} problem(s) found");
+        ExitCode::from(1)
+    } else if errors > 0 {
         eprintln!("error: {errors} error(s), {warnings} warning(s); nothing was written");
         ExitCode::from(2)
     } else if outcome.failed_checks {

@@ -69,6 +69,8 @@ pub struct Outcome {
     pub series: Option<Series>,
     /// The site root (for reading files to show in diagnostics).
     pub root: PathBuf,
+    /// The errors are findings of `check` (exit 1), not broken input (exit 2).
+    pub errors_are_findings: bool,
 }
 
 /// Takes the site's lock for the whole command: two builds of one site at once would write the
@@ -250,6 +252,7 @@ pub fn build(plan: &BuildPlan) -> Outcome {
     let drift = bind_quotes(&mut series, &mut out.diagnostics);
     out.diagnostics.extend(drift);
     check_placements(&series, &mut out.diagnostics);
+    out.diagnostics.extend(render::links::check(&series));
     let maths = render_math(&series, &mut out.diagnostics);
     // A rejected formula is an error like any other: the old site stays until it is fixed.
     if plan.strict {
@@ -283,12 +286,14 @@ pub fn build(plan: &BuildPlan) -> Outcome {
 }
 
 fn render_chapters(series: &mut Series, maths: &[Vec<Result<String, render::math::MathError>>]) {
+    let base_path = series.config.base_path();
     for (chapter, maths) in series.chapters.iter_mut().zip(maths) {
         let inputs = html::PageInputs {
             doc: &chapter.doc,
             maths,
             run: chapter.run.as_ref(),
             bindings: &chapter.bindings,
+            base_path: &base_path,
         };
         chapter.html = html::body_html(&inputs);
     }
@@ -429,6 +434,135 @@ fn write_site(out: &Path, files: Files) -> Result<usize, Vec<Diagnostic>> {
     })?;
     let _ = std::fs::remove_dir_all(&old);
     Ok(count)
+}
+
+/// `attnbook check`: links, anchors, quotes, placements and math, without running experiments.
+///
+/// Names of values, figures and tables come from the last cached run of each chapter; a chapter
+/// that never ran is checked for everything but those names.
+pub fn check(root: &Path) -> Outcome {
+    let mut out = Outcome {
+        root: root.to_path_buf(),
+        ..Outcome::default()
+    };
+    let Some(mut series) = load(root, true, &mut out.diagnostics) else {
+        return out;
+    };
+    let runs = lab::last_results(&series);
+    let never_ran: Vec<String> = series
+        .chapters
+        .iter()
+        .zip(&runs)
+        .filter(|(c, r)| !c.doc.experiments.is_empty() && r.is_none())
+        .map(|(c, _)| c.slug.clone())
+        .collect();
+    for (chapter, run) in series.chapters.iter_mut().zip(runs) {
+        chapter.run = run;
+    }
+    let mut names = Diagnostics::default();
+    let _drift = bind_quotes(&mut series, &mut names);
+    check_placements(&series, &mut names);
+    out.diagnostics.extend(
+        names
+            .into_vec()
+            .into_iter()
+            .filter(|d| !mentions_any(d, &never_ran)),
+    );
+    out.diagnostics.extend(render::links::check(&series));
+    let _ = render_math(&series, &mut out.diagnostics);
+    out.diagnostics.promote_warnings();
+    out.errors_are_findings = true;
+    let formulas: usize = series.chapters.iter().map(|c| c.doc.maths.len()).sum();
+    let links: usize = series.chapters.iter().map(|c| c.doc.links.len()).sum();
+    out.report.push(format!(
+        "checked {} chapter(s): {formulas} formulas, {links} links{}",
+        series.chapters.len(),
+        if never_ran.is_empty() {
+            String::new()
+        } else {
+            format!("; never built, names unchecked: {}", never_ran.join(", "))
+        }
+    ));
+    out.series = Some(series);
+    out
+}
+
+fn mentions_any(d: &Diagnostic, slugs: &[String]) -> bool {
+    d.location
+        .as_ref()
+        .is_some_and(|l| slugs.iter().any(|s| crate::content::slug_of(&l.path) == *s))
+}
+
+/// `attnbook new SLUG`: a chapter with the next number and valid front matter.
+pub fn new_chapter(plan: &crate::cli::NewPlan) -> Outcome {
+    let mut out = Outcome {
+        root: plan.root.clone(),
+        ..Outcome::default()
+    };
+    let valid = !plan.slug.is_empty()
+        && plan
+            .slug
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && !plan.slug.starts_with('-')
+        && !plan.slug.ends_with('-');
+    if !valid {
+        out.diagnostics.push(
+            Diagnostic::error(format!("`{}` is not a valid slug", plan.slug)).with_help(
+                "use lowercase ASCII letters, digits and `-`, e.g. `attention-variants`",
+            ),
+        );
+        return out;
+    }
+    let series = match content::load(&plan.root, true) {
+        Ok(series) => series,
+        Err(d) => {
+            out.diagnostics.extend(d.into_vec());
+            return out;
+        }
+    };
+    if series.chapters.iter().any(|c| c.slug == plan.slug) {
+        out.diagnostics.push(Diagnostic::error(format!(
+            "a chapter with slug `{}` already exists",
+            plan.slug
+        )));
+        return out;
+    }
+    let number = series
+        .chapters
+        .iter()
+        .map(|c| c.front.number)
+        .max()
+        .unwrap_or(0)
+        + 1;
+    let path = plan
+        .root
+        .join("content")
+        .join(format!("{number:02}-{}.md", plan.slug));
+    let today = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+    let text = new_chapter_text(&plan.title, number, &today[..10]);
+    if let Err(e) = std::fs::write(&path, text) {
+        out.diagnostics.push(Diagnostic::error(format!(
+            "cannot write {}: {e}",
+            path.display()
+        )));
+        return out;
+    }
+    out.report.push(format!(
+        "created {}",
+        path.strip_prefix(&plan.root).unwrap_or(&path).display()
+    ));
+    out
+}
+
+fn new_chapter_text(title: &str, number: u32, date: &str) -> String {
+    let title = title.replace('\\', "\\\\").replace('"', "\\\"");
+    format!(
+        "+++\ntitle = \"{title}\"\nnumber = {number}\ndate = {date}\ntags = []\ncategory = \"attention\"\nsummary = \"\"\n+++\n\n\
+         ## 引言 {{#intro}}\n\n在这里写正文。公式写成 $e_j = s^\\top h_j$。\n\n\
+         ```rust,experiment\nlet w = softmax(&array![1.0, 2.0, 3.0]);\nprintln!(\"{{:.3}}\", w);\nlab.value(\"w.max\", w[2]);\n```\n\n\
+         最大的权重是 [0.67]{{=w.max}}。\n"
+    )
 }
 
 /// `attnbook verify`: rerun everything, check quotes and pinned outputs, optionally fix.

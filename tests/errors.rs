@@ -154,13 +154,26 @@ fn a_chapter_linked_from_outside_the_site_is_refused_not_ignored() {
     std::os::unix::fs::symlink(&target, site.path("content/03-outside.md")).unwrap();
     let run = site.run(&["build"]);
     assert_eq!(run.code, 2, "{}", run.stderr);
-    assert!(run.stderr.contains("content/03-outside.md is a symbolic link to"), "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("content/03-outside.md is a symbolic link to"),
+        "{}",
+        run.stderr
+    );
     assert!(run.stderr.contains("outside the site"));
     // A link that stays inside the site is followed.
     std::fs::remove_file(site.path("content/03-outside.md")).unwrap();
     std::fs::create_dir(site.path("drafts")).unwrap();
-    std::fs::write(site.path("drafts/03-inside.md"), "+++\ntitle = \"I\"\nnumber = 3\n+++\n").unwrap();
-    std::os::unix::fs::symlink(site.path("drafts/03-inside.md"), site.path("content/03-inside.md")).unwrap();
+    std::fs::write(
+        site.path("drafts/03-inside.md"),
+        "+++\ntitle = \"I\"\nnumber = 3\n+++\n",
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(
+        site.path("drafts/03-inside.md"),
+        site.path("content/03-inside.md"),
+    )
+    .unwrap();
     let run = site.run(&["build"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(site.path("public/inside/index.html").exists());

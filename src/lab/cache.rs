@@ -86,6 +86,14 @@ pub(super) fn load(cache_dir: &Path, slug: &str, key: &str) -> Option<ChapterRun
     (entry.key == key).then_some(entry.run)
 }
 
+/// The last stored run, whatever its key (for `check`, which never runs experiments).
+pub(super) fn load_any(cache_dir: &Path, slug: &str) -> Option<ChapterRun> {
+    let text = std::fs::read_to_string(path(cache_dir, slug)).ok()?;
+    serde_json::from_str::<Entry>(&text)
+        .ok()
+        .map(|entry| entry.run)
+}
+
 /// Stores a run (atomically: a reader never sees half a file).
 pub(super) fn store(
     cache_dir: &Path,

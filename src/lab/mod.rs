@@ -106,6 +106,23 @@ impl Paths {
     }
 }
 
+/// The last results of each chapter from the cache, stale or not, without compiling or running
+/// anything (`check` uses them to know the names of values, figures and tables).
+pub fn last_results(series: &Series) -> Vec<Option<ChapterRun>> {
+    let cache_dir = series.root.join(".attnbook").join("cache");
+    series
+        .chapters
+        .iter()
+        .map(|c| {
+            if c.doc.experiments.is_empty() {
+                None
+            } else {
+                cache::load_any(&cache_dir, &c.slug)
+            }
+        })
+        .collect()
+}
+
 /// Runs (or loads from cache) the experiments of every chapter; `None` for chapters without.
 pub fn run(series: &Series, plan: &LabPlan) -> Result<Vec<Option<ChapterRun>>, Vec<Diagnostic>> {
     let mut runs: Vec<Option<ChapterRun>> = vec![None; series.chapters.len()];

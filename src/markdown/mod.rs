@@ -94,6 +94,19 @@ pub struct Doc {
     pub quotes: Vec<QuoteSyntax>,
     /// Headings (for the TOC and anchors).
     pub headings: Vec<Heading>,
+    /// Links and images, for checking.
+    pub links: Vec<Link>,
+}
+
+/// A link or image destination found in the text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Link {
+    /// The destination as written.
+    pub dest: String,
+    /// An image rather than a link.
+    pub image: bool,
+    /// Byte span in the chapter file.
+    pub span: Range<usize>,
 }
 
 /// Parses a chapter body. Problems (malformed quotes, bad block options) are returned alongside.
@@ -213,6 +226,16 @@ impl<'c> Builder<'c> {
                 self.start_heading(level, id.map(|i| i.to_string()), span)
             }
             Event::End(TagEnd::Heading(_)) => self.end_heading(),
+            Event::Start(Tag::Link { ref dest_url, .. })
+            | Event::Start(Tag::Image { ref dest_url, .. }) => {
+                let image = matches!(event, Event::Start(Tag::Image { .. }));
+                self.doc.links.push(Link {
+                    dest: dest_url.to_string(),
+                    image,
+                    span,
+                });
+                self.push(event);
+            }
             Event::Start(Tag::Paragraph) => {
                 self.paragraph_start = Some(self.doc.pieces.len());
                 self.push(Event::Start(Tag::Paragraph));

@@ -6,13 +6,13 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use pulldown_cmark::{Event, html};
+use pulldown_cmark::{Event, Tag, html};
 
 use crate::lab::{BlockOutput, ChapterRun};
 use crate::markdown::{Doc, Experiment, Piece, PlacementKind};
 use crate::quotes::Binding;
-use crate::render::highlight;
 use crate::render::math::MathError;
+use crate::render::{highlight, links};
 use lab_protocol::{Figure, Table};
 
 /// Everything the HTML of one chapter needs.
@@ -25,6 +25,8 @@ pub struct PageInputs<'a> {
     pub run: Option<&'a ChapterRun>,
     /// Quote bindings, in `doc.quotes` order.
     pub bindings: &'a [Binding],
+    /// The site's base path (`/repo/`), for rewriting links to chapters.
+    pub base_path: &'a str,
 }
 
 /// Renders the chapter body.
@@ -85,6 +87,21 @@ fn piece_event(
     piece: &Piece,
 ) -> Event<'static> {
     match piece {
+        Piece::Event(Event::Start(Tag::Link {
+            link_type,
+            dest_url,
+            title,
+            id,
+        })) => {
+            let dest =
+                links::rewrite(dest_url, inputs.base_path).map_or(dest_url.clone(), Into::into);
+            Event::Start(Tag::Link {
+                link_type: *link_type,
+                dest_url: dest,
+                title: title.clone(),
+                id: id.clone(),
+            })
+        }
         Piece::Event(event) => event.clone(),
         Piece::Math(i) => Event::InlineHtml(
             math_html(

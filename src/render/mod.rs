@@ -6,6 +6,7 @@
 
 pub mod highlight;
 pub mod html;
+pub mod links;
 pub mod math;
 
 use std::path::Path;

@@ -1,0 +1,145 @@
+//! Internal links: `[..](02-bahdanau.md#scores)` (a chapter file, as mdBook writes them) becomes
+//! the chapter's URL; `#anchor` stays on the page. Both are checked: a link to a chapter or an
+//! anchor that does not exist is an error, like Zola's broken-link check.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use crate::content::{Series, slug_of};
+use crate::diagnostic::{Diagnostic, closest, did_you_mean};
+use crate::render::chapter_url;
+
+/// What a link points at, if it is internal.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Target<'a> {
+    /// Another chapter (by slug), maybe an anchor in it.
+    Chapter(String, Option<&'a str>),
+    /// An anchor on this page.
+    Anchor(&'a str),
+    /// Anything else (external URL, static file): left as written.
+    Other,
+}
+
+/// Classifies a destination.
+pub fn target(dest: &str) -> Target<'_> {
+    if let Some(anchor) = dest.strip_prefix('#') {
+        return Target::Anchor(anchor);
+    }
+    if dest.contains("://") || dest.starts_with("mailto:") || dest.starts_with('/') {
+        return Target::Other;
+    }
+    let (path, anchor) = dest
+        .split_once('#')
+        .map_or((dest, None), |(p, a)| (p, Some(a)));
+    if path.ends_with(".md") {
+        Target::Chapter(slug_of(Path::new(path)), anchor)
+    } else {
+        Target::Other
+    }
+}
+
+/// Rewrites a destination for the page (chapter files become chapter URLs).
+pub fn rewrite(dest: &str, base_path: &str) -> Option<String> {
+    match target(dest) {
+        Target::Chapter(slug, anchor) => {
+            let url = chapter_url(base_path, &slug);
+            Some(anchor.map_or(url.clone(), |a| format!("{url}#{a}")))
+        }
+        _ => None,
+    }
+}
+
+/// Every anchor of every chapter: headings, figures, tables, experiment blocks.
+fn anchors(series: &Series) -> BTreeMap<&str, Vec<String>> {
+    let mut all = BTreeMap::new();
+    for chapter in &series.chapters {
+        let mut ids: Vec<String> = chapter.doc.headings.iter().map(|h| h.id.clone()).collect();
+        ids.extend((1..=chapter.doc.experiments.len()).map(|n| format!("experiment-{n}")));
+        if let Some(run) = &chapter.run {
+            ids.extend(
+                run.results
+                    .figures
+                    .iter()
+                    .map(|f| format!("fig-{}", f.name)),
+            );
+            ids.extend(run.results.tables.iter().map(|t| format!("tab-{}", t.name)));
+        }
+        all.insert(chapter.slug.as_str(), ids);
+    }
+    all
+}
+
+/// Checks every internal link of the series.
+pub fn check(series: &Series) -> Vec<Diagnostic> {
+    let anchors = anchors(series);
+    let mut problems = Vec::new();
+    for chapter in &series.chapters {
+        for link in &chapter.doc.links {
+            let (slug, anchor) = match target(&link.dest) {
+                Target::Chapter(slug, anchor) => (slug, anchor),
+                Target::Anchor(anchor) => (chapter.slug.clone(), Some(anchor)),
+                Target::Other => continue,
+            };
+            let at = chapter.location(link.span.clone());
+            // Figures and tables of a chapter whose experiments never ran are unknown, not missing.
+            let target_ran = series
+                .chapters
+                .iter()
+                .find(|c| c.slug == slug)
+                .is_none_or(|c| c.run.is_some() || c.doc.experiments.is_empty());
+            if !target_ran && anchor.is_some_and(|a| a.starts_with("fig-") || a.starts_with("tab-"))
+            {
+                continue;
+            }
+            let Some(ids) = anchors.get(slug.as_str()) else {
+                let hint = did_you_mean(&closest(&slug, anchors.keys().copied()));
+                let d = Diagnostic::error(format!(
+                    "broken link: no chapter `{slug}` (from `{}`)",
+                    link.dest
+                ))
+                .at(at);
+                problems.push(d.with_help(
+                    hint.unwrap_or_else(|| "link to a chapter file like `02-bahdanau.md`".into()),
+                ));
+                continue;
+            };
+            if let Some(anchor) = anchor.filter(|a| !a.is_empty() && !ids.iter().any(|id| id == a))
+            {
+                let hint = did_you_mean(&closest(anchor, ids.iter().map(String::as_str)));
+                let d = Diagnostic::error(format!(
+                    "broken link: no anchor `#{anchor}` in chapter `{slug}`"
+                ))
+                .at(at);
+                problems.push(d.with_help(hint.unwrap_or_else(|| {
+                    "anchors are heading ids, `fig-NAME`, `tab-NAME` and `experiment-N`".into()
+                })));
+            }
+        }
+    }
+    problems
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classifies_destinations() {
+        assert_eq!(
+            target("02-bahdanau.md#scores"),
+            Target::Chapter("bahdanau".into(), Some("scores"))
+        );
+        assert_eq!(target("#top"), Target::Anchor("top"));
+        assert_eq!(target("https://arxiv.org/abs/1409.0473"), Target::Other);
+        assert_eq!(target("/katex/katex.min.css"), Target::Other);
+    }
+
+    #[test]
+    fn rewrites_chapter_files_to_urls() {
+        assert_eq!(
+            rewrite("02-bahdanau.md#s", "/series/").as_deref(),
+            Some("/series/bahdanau/#s")
+        );
+        assert_eq!(rewrite("https://x.y", "/"), None);
+    }
+}

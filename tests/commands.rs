@@ -1,0 +1,109 @@
+//! `check` and `new`.
+
+mod common;
+
+use common::Site;
+
+#[test]
+fn broken_links_and_anchors_fail_the_build_with_suggestions() {
+    let site = Site::fixture("links");
+    let run = site.run(&["build"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    insta::assert_snapshot!("broken_links", run.stderr);
+}
+
+#[test]
+fn good_links_are_rewritten_to_chapter_urls() {
+    let site = Site::fixture("links");
+    let text = site.read("content/01-a.md");
+    let fixed = text
+        .lines()
+        .filter(|l| !l.starts_with("Broken:"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    site.write("content/01-a.md", &fixed);
+    let run = site.run(&["build"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let page = site.read("public/a/index.html");
+    assert!(
+        page.contains("<a href=\"/series/b/\">the next chapter</a>"),
+        "{page}"
+    );
+    assert!(page.contains("<a href=\"/series/b/#method\">its method</a>"));
+    assert!(page.contains("<a href=\"/series/b/#fig-curve\">a figure</a>"));
+    assert!(page.contains("<a href=\"#start\">this page</a>"));
+}
+
+#[test]
+fn check_finds_problems_without_running_experiments() {
+    let site = Site::fixture("links");
+    let run = site.run(&["check"]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(
+        !site.path(".attnbook/lab").exists(),
+        "check compiles nothing"
+    );
+    assert!(
+        run.stderr
+            .contains("content/01-a.md:11:9: error: broken link: no chapter `c`"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("no anchor `#methdo` in chapter `b`")
+            && run.stderr.contains("did you mean `method`?")
+    );
+    assert!(
+        run.stdout.contains("never built, names unchecked: b"),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn check_passes_on_a_clean_site_and_knows_names_from_the_last_build() {
+    let site = Site::fixture("basic");
+    assert_eq!(site.run(&["build"]).code, 0);
+    let run = site.run(&["check"]);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    let text = site.read("content/01-first.md");
+    site.write("content/01-first.md", &text.replace("{=sum}", "{=summ}"));
+    let run = site.run(&["check"]);
+    assert_eq!(run.code, 1);
+    assert!(
+        run.stderr.contains("unknown value `summ`") && run.stderr.contains("did you mean `sum`?"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn new_scaffolds_the_next_chapter_and_it_builds() {
+    let site = Site::fixture("basic");
+    let run = site.run(&["new", "attention-variants", "--title", "注意力的变体"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout
+            .contains("created content/03-attention-variants.md"),
+        "{}",
+        run.stdout
+    );
+    let text = site.read("content/03-attention-variants.md");
+    assert!(
+        text.starts_with("+++\ntitle = \"注意力的变体\"\nnumber = 3\n"),
+        "{text}"
+    );
+    let build = site.run(&["build"]);
+    assert_eq!(build.code, 0, "{}", build.stderr);
+    assert!(
+        site.read("public/attention-variants/index.html")
+            .contains(">0.67</span>")
+    );
+    assert_eq!(
+        site.run(&["new", "attention-variants"]).code,
+        2,
+        "an existing slug is refused"
+    );
+    let bad = site.run(&["new", "Bad Slug"]);
+    assert!(bad.stderr.contains("is not a valid slug"));
+}
