@@ -93,3 +93,15 @@ fn verify_names_unknown_chapters() {
         run.stderr
     );
 }
+
+#[test]
+fn fix_fills_an_empty_pinned_output_inside_its_fences() {
+    let site = Site::fixture("basic");
+    let path = "content/01-first.md";
+    let original = site.read(path);
+    site.write(path, &original.replace("```output\nsum = 1.000\n```", "```output\n```"));
+    let run = site.run(&["verify"]);
+    assert_eq!(run.code, 1, "an empty pinned output differs from real output: {}", run.stdout);
+    assert_eq!(site.run(&["verify", "--fix"]).code, 0);
+    assert_eq!(site.read(path), original);
+}

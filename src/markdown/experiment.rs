@@ -119,7 +119,13 @@ impl CodeState {
     }
 
     pub(super) fn into_pinned(self, chapter: &Chapter) -> PinnedOutput {
-        let start = self.text_start.unwrap_or(self.span.start);
+        // An empty block has no text event: its (empty) text starts after the opening fence line.
+        let start = self.text_start.unwrap_or_else(|| {
+            let fence_end = chapter.source[self.span.start..]
+                .find('\n')
+                .map_or(self.span.end, |i| self.span.start + i + 1);
+            fence_end.min(self.span.end)
+        });
         let text_span = start..start + self.text.len();
         let line = chapter.location(start..start).line;
         PinnedOutput {

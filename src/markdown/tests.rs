@@ -52,6 +52,19 @@ fn experiment_blocks_and_pinned_output() {
 }
 
 #[test]
+fn an_empty_pinned_output_points_inside_its_fences() {
+    let body = "```rust,experiment\nprintln!(\"hello\");\n```\n\n```output\n```\n";
+    let (c, doc, _) = parsed(body);
+    let pinned = doc.experiments[0].pinned.as_ref().unwrap();
+    assert_eq!(pinned.text, "");
+    assert_eq!(
+        &c.source[pinned.text_span.start - 10..pinned.text_span.start],
+        "```output\n"
+    );
+    assert_eq!(&c.source[pinned.text_span.start..], "```\n");
+}
+
+#[test]
 fn an_output_block_elsewhere_is_ordinary_code() {
     let (_, doc, _) = parsed("```output\n1\n```\n");
     assert!(doc.experiments.is_empty());
