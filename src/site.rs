@@ -321,10 +321,24 @@ fn render_site(series: &Series) -> Result<Files, Vec<Diagnostic>> {
         Ok(page) => files.push((PathBuf::from("index.html"), page.into_bytes())),
         Err(d) => errors.push(d),
     }
+    let pages = [("404.html", render::not_found_page(&tera, series))]
+        .into_iter()
+        .chain(["atom.xml", "sitemap.xml"].map(|t| (t, render::feed(&tera, series, t))));
+    for (name, page) in pages {
+        match page {
+            Ok(text) => files.push((PathBuf::from(name), text.into_bytes())),
+            Err(d) => errors.push(d),
+        }
+    }
     if !errors.is_empty() {
         return Err(errors);
     }
     files.push((PathBuf::from(".nojekyll"), Vec::new()));
+    let robots = format!(
+        "User-agent: *\nAllow: /\nSitemap: {}sitemap.xml\n",
+        series.config.base_url_slash()
+    );
+    files.push((PathBuf::from("robots.txt"), robots.into_bytes()));
     files.push((
         PathBuf::from("highlight.css"),
         render::highlight::stylesheet().into_bytes(),

@@ -67,7 +67,10 @@ fn fix_rewrites_numbers_and_outputs_but_never_bounds() {
         after.contains("[40x]{=ratio >=2}"),
         "bounds are never rewritten"
     );
-    assert!(after.contains("[3.1x]{=ratio ~5%} and [3.0x]{=ratio ~5%} in one"), "{after}");
+    assert!(
+        after.contains("[3.1x]{=ratio ~5%} and [3.0x]{=ratio ~5%} in one"),
+        "{after}"
+    );
     assert!(!after.contains("9.99"));
     let changed: Vec<(&str, &str)> = before
         .lines()
@@ -99,9 +102,16 @@ fn fix_fills_an_empty_pinned_output_inside_its_fences() {
     let site = Site::fixture("basic");
     let path = "content/01-first.md";
     let original = site.read(path);
-    site.write(path, &original.replace("```output\nsum = 1.000\n```", "```output\n```"));
+    site.write(
+        path,
+        &original.replace("```output\nsum = 1.000\n```", "```output\n```"),
+    );
     let run = site.run(&["verify"]);
-    assert_eq!(run.code, 1, "an empty pinned output differs from real output: {}", run.stdout);
+    assert_eq!(
+        run.code, 1,
+        "an empty pinned output differs from real output: {}",
+        run.stdout
+    );
     assert_eq!(site.run(&["verify", "--fix"]).code, 0);
     assert_eq!(site.read(path), original);
 }

@@ -20,7 +20,10 @@ use crate::diagnostic::{Diagnostic, Location};
 use crate::lab::RunMeta;
 use crate::markdown::Heading;
 
-const DEFAULT_TEMPLATES: [(&str, &str); 4] = [
+const DEFAULT_TEMPLATES: [(&str, &str); 7] = [
+    ("404.html", include_str!("../../templates/404.html")),
+    ("atom.xml", include_str!("../../templates/atom.xml")),
+    ("sitemap.xml", include_str!("../../templates/sitemap.xml")),
     ("macros.html", include_str!("../../templates/macros.html")),
     ("base.html", include_str!("../../templates/base.html")),
     ("index.html", include_str!("../../templates/index.html")),
@@ -125,24 +128,46 @@ pub struct ChapterView<'a> {
     category: Option<&'a str>,
     summary: Option<&'a str>,
     content: &'a str,
+    permalink: String,
+    updated: String,
 }
 
 impl<'a> ChapterView<'a> {
     /// From a rendered chapter.
     pub fn new(chapter: &'a Chapter, base_path: &str) -> Self {
+        Self::with_base_url(chapter, base_path, "")
+    }
+
+    /// With an absolute permalink (feeds and sitemaps need full URLs).
+    pub fn with_base_url(chapter: &'a Chapter, base_path: &str, base_url: &str) -> Self {
         ChapterView {
             title: &chapter.front.title,
             number: chapter.front.number,
             number_label: format!("{:02}", chapter.front.number),
             slug: &chapter.slug,
             url: chapter_url(base_path, &chapter.slug),
+            permalink: format!("{base_url}{}/", chapter.slug),
             date: chapter.front.date_string(),
             tags: &chapter.front.tags,
             category: chapter.front.category.as_deref(),
             summary: chapter.front.summary.as_deref(),
             content: &chapter.html,
+            updated: chapter
+                .front
+                .date_string()
+                .map(|d| format!("{d}T00:00:00Z"))
+                .unwrap_or_default(),
         }
     }
+}
+
+/// What `<head>` says about a page (title, description, canonical URL, Open Graph type).
+#[derive(Serialize)]
+struct MetaView {
+    title: String,
+    description: String,
+    url: String,
+    kind: &'static str,
 }
 
 /// The URL of a chapter page.
@@ -216,6 +241,19 @@ pub fn chapter_page<'a>(
     let mut context = tera::Context::new();
     context.insert("site", &site);
     context.insert("chapter", &ChapterView::new(chapter, &site.base_path));
+    context.insert(
+        "meta",
+        &MetaView {
+            title: format!("{} · {}", chapter.front.title, site.title),
+            description: chapter
+                .front
+                .summary
+                .clone()
+                .unwrap_or_else(|| site.description.to_string()),
+            url: format!("{}{}/", site.base_url, chapter.slug),
+            kind: "article",
+        },
+    );
     context.insert("toc", &toc(&chapter.doc.headings));
     // Every value the chapter's experiments recorded, e.g. `{{ values["entropy.dot"] }}`.
     context.insert("values", &values.chapter(&chapter.slug));
@@ -241,6 +279,59 @@ pub fn index_page(tera: &Tera, series: &Series, intro_html: &str) -> Result<Stri
     context.insert("site", &site);
     context.insert("chapters", &chapters);
     context.insert("intro_html", intro_html);
+    context.insert(
+        "meta",
+        &site_meta(&site, site.title.to_string(), site.base_url.clone()),
+    );
     tera.render("index.html", &context)
         .map_err(|e| template_error(&e, "index.html"))
+}
+
+fn site_meta(site: &SiteView<'_>, title: String, url: String) -> MetaView {
+    MetaView {
+        title,
+        description: site.description.to_string(),
+        url,
+        kind: "website",
+    }
+}
+
+/// Renders `404.html`.
+pub fn not_found_page(tera: &Tera, series: &Series) -> Result<String, Diagnostic> {
+    let site = SiteView::new(&series.config);
+    let mut context = tera::Context::new();
+    context.insert(
+        "meta",
+        &site_meta(
+            &site,
+            format!("找不到页面 · {}", site.title),
+            format!("{}404.html", site.base_url),
+        ),
+    );
+    context.insert("site", &site);
+    tera.render("404.html", &context)
+        .map_err(|e| template_error(&e, "404.html"))
+}
+
+/// Renders an XML template (`atom.xml`, `sitemap.xml`) over the whole series, newest first.
+pub fn feed(tera: &Tera, series: &Series, template: &str) -> Result<String, Diagnostic> {
+    let site = SiteView::new(&series.config);
+    let mut chapters: Vec<ChapterView<'_>> = series
+        .chapters
+        .iter()
+        .map(|c| ChapterView::with_base_url(c, &site.base_path, &site.base_url))
+        .collect();
+    chapters.sort_by(|a, b| b.updated.cmp(&a.updated).then(b.number.cmp(&a.number)));
+    // The feed's own time is its newest entry's: the same sources give the same bytes.
+    let updated = chapters
+        .iter()
+        .map(|c| c.updated.clone())
+        .max()
+        .unwrap_or_else(|| "1970-01-01T00:00:00Z".into());
+    let mut context = tera::Context::new();
+    context.insert("site", &site);
+    context.insert("chapters", &chapters);
+    context.insert("updated", &updated);
+    tera.render(template, &context)
+        .map_err(|e| template_error(&e, template))
 }
