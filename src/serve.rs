@@ -533,7 +533,7 @@ impl Context {
         let snapshot = self.live.snapshot();
         match self.output.resolve(path, query) {
             Target::File(file) => self.file(&file, path, &snapshot),
-            Target::Redirect(location) => Response::empty(301)
+            Target::Redirect(location) => Response::empty(302)
                 .with_header(header("Location", &location))
                 .boxed(),
             Target::NotFound => self.not_found(path, &snapshot),

@@ -187,13 +187,21 @@ fn feeds_sitemap_robots_404_and_meta_honour_base_url() {
     assert!(atom.contains("<link href=\"https://example.github.io/series/atom.xml\" rel=\"self\""));
     assert!(atom.contains("<id>https://example.github.io/series/first/</id>"));
     assert!(atom.contains("<updated>2026-04-25T00:00:00Z</updated>"));
-    assert!(atom.contains("&lt;h2 id=&quot;scores&quot;"), "entry content is escaped HTML");
+    assert!(
+        atom.contains("&lt;h2 id=&quot;scores&quot;"),
+        "entry content is escaped HTML"
+    );
     let sitemap = site.read("public/sitemap.xml");
     assert!(sitemap.contains("<loc>https://example.github.io/series/second/</loc>"));
-    assert!(site.read("public/robots.txt").contains("Sitemap: https://example.github.io/series/sitemap.xml"));
+    assert!(
+        site.read("public/robots.txt")
+            .contains("Sitemap: https://example.github.io/series/sitemap.xml")
+    );
     assert!(site.read("public/404.html").contains("href=\"/series/\""));
     let page = site.read("public/first/index.html");
-    assert!(page.contains("<link rel=\"canonical\" href=\"https://example.github.io/series/first/\">"));
+    assert!(
+        page.contains("<link rel=\"canonical\" href=\"https://example.github.io/series/first/\">")
+    );
     assert!(page.contains("<meta property=\"og:type\" content=\"article\">"));
     assert!(page.contains("<meta property=\"og:description\" content=\"一个最小的实验。\">"));
     assert!(page.contains("<link rel=\"icon\" href=\"/series/favicon.svg\""));

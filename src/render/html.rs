@@ -195,10 +195,7 @@ fn quote_html(binding: &Binding) -> String {
 
 fn experiment_html(inputs: &PageInputs<'_>, numbering: &Numbering<'_>, exp: &Experiment) -> String {
     let hidden = if exp.options.hide { " hidden-code" } else { "" };
-    let mut out = format!(
-        "<section class=\"experiment{hidden}\" id=\"experiment-{}\">\n",
-        exp.index + 1
-    );
+    let mut out = String::new();
     if !exp.options.hide {
         let _ = writeln!(
             out,
@@ -224,8 +221,16 @@ fn experiment_html(inputs: &PageInputs<'_>, numbering: &Numbering<'_>, exp: &Exp
             }
         }
     }
-    out.push_str("</section>\n");
-    out
+    // A hidden block that printed and drew nothing keeps its anchor but shows no empty box.
+    let body = if out.is_empty() {
+        out
+    } else {
+        format!("\n{out}")
+    };
+    format!(
+        "<section class=\"experiment{hidden}\" id=\"experiment-{}\">{body}</section>\n",
+        exp.index + 1
+    )
 }
 
 fn highlighted_rust(code: &str) -> String {

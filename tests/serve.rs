@@ -1,0 +1,378 @@
+//! `attnbook serve` as an author meets it: a real process on a real port, asked over real HTTP.
+//!
+//! Each test starts the server on a copy of a fixture with `--port 0` (the kernel picks a free
+//! port; the server prints it), talks HTTP/1.0 to it through a few lines of `TcpStream`, and kills
+//! it when the test ends, passed or failed.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::Site;
+
+/// How long anything the server should do by itself may take (builds run in debug mode, and
+/// the tests share two cores).
+const PATIENCE: Duration = Duration::from_secs(30);
+
+/// A running `attnbook serve`, killed on drop.
+struct Server {
+    child: Child,
+    port: u16,
+    log: Arc<Mutex<String>>,
+}
+
+/// One HTTP response.
+struct Reply {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: String,
+}
+
+impl Server {
+    /// Starts `attnbook --root SITE serve --port 0` and waits until it is serving.
+    fn start(site: &Site) -> Server {
+        let child = Command::new(env!("CARGO_BIN_EXE_attnbook"))
+            .arg("--root")
+            .arg(site.root())
+            .args(["serve", "--port", "0"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start attnbook serve");
+        let mut server = Server {
+            child,
+            port: 0,
+            log: Arc::default(),
+        };
+        server.collect_output();
+        server.port = server.wait_for_port();
+        server
+    }
+
+    /// Copies everything the server prints into `log` (also keeps its pipes from filling up).
+    fn collect_output(&mut self) {
+        let stdout = self
+            .child
+            .stdout
+            .take()
+            .map(|s| Box::new(s) as Box<dyn Read + Send>);
+        let stderr = self
+            .child
+            .stderr
+            .take()
+            .map(|s| Box::new(s) as Box<dyn Read + Send>);
+        for stream in [stdout, stderr].into_iter().flatten() {
+            let log = Arc::clone(&self.log);
+            std::thread::spawn(move || {
+                for line in BufReader::new(stream).lines().map_while(Result::ok) {
+                    let mut log = log.lock().unwrap();
+                    log.push_str(&line);
+                    log.push('\n');
+                }
+            });
+        }
+    }
+
+    fn wait_for_port(&self) -> u16 {
+        let started = Instant::now();
+        loop {
+            let log = self.log();
+            let port = log
+                .split("serving http://127.0.0.1:")
+                .nth(1)
+                .and_then(|rest| rest.split('/').next())
+                .and_then(|port| port.parse().ok());
+            if let Some(port) = port {
+                return port;
+            }
+            assert!(
+                started.elapsed() < PATIENCE,
+                "the server never started:\n{log}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn log(&self) -> String {
+        self.log.lock().unwrap().clone()
+    }
+
+    /// `GET path`, panicking with the server's log if the request fails.
+    fn get(&self, path: &str) -> Reply {
+        get(self.port, path).unwrap_or_else(|e| panic!("GET {path}: {e}\n{}", self.log()))
+    }
+
+    /// The current build generation.
+    fn generation(&self) -> u64 {
+        let reply = self.get("/__attnbook/events");
+        let json: serde_json::Value = serde_json::from_str(&reply.body).expect("JSON");
+        json["generation"].as_u64().expect("a generation number")
+    }
+
+    /// Waits until `path` answers with a body for which `ok` holds; returns that body.
+    fn wait_for_page(&self, path: &str, what: &str, ok: impl Fn(&str) -> bool) -> String {
+        let started = Instant::now();
+        loop {
+            let body = self.get(path).body;
+            if ok(&body) {
+                return body;
+            }
+            assert!(
+                started.elapsed() < PATIENCE,
+                "{path} never showed {what}; last body:\n{body}\nserver log:\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Reply {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// A minimal HTTP/1.0 client: HTTP/1.0 means no chunked bodies and one request per connection.
+fn get(port: u16, path: &str) -> std::io::Result<Reply> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port))?;
+    stream.set_read_timeout(Some(PATIENCE))?;
+    write!(stream, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")?;
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw)?;
+    let text = String::from_utf8_lossy(&raw);
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let mut lines = head.lines();
+    let status = lines
+        .next()
+        .and_then(|line| line.split(' ').nth(1))
+        .and_then(|code| code.parse().ok())
+        .ok_or_else(|| std::io::Error::other(format!("not an HTTP response: {head}")))?;
+    let headers = lines
+        .filter_map(|line| line.split_once(':'))
+        .map(|(n, v)| (n.trim().to_string(), v.trim().to_string()))
+        .collect();
+    Ok(Reply {
+        status,
+        headers,
+        body: body.to_string(),
+    })
+}
+
+#[test]
+fn pages_are_served_with_their_types_and_the_reload_script() {
+    let site = Site::fixture("serve-plain");
+    let server = Server::start(&site);
+    for path in ["/", "/one/", "/two/"] {
+        let reply = server.get(path);
+        assert_eq!(reply.status, 200, "{path}");
+        assert_eq!(
+            reply.header("Content-Type"),
+            Some("text/html; charset=utf-8")
+        );
+        assert!(
+            reply.body.contains("/__attnbook/events"),
+            "{path}: no reload script"
+        );
+        let script = reply.body.find("/__attnbook/events").unwrap();
+        assert!(
+            script < reply.body.rfind("</body>").unwrap(),
+            "{path}: script after </body>"
+        );
+    }
+    assert!(
+        server
+            .get("/one/")
+            .body
+            .contains("original prose of chapter one")
+    );
+    let css = server.get("/style.css");
+    assert_eq!(
+        (css.status, css.header("Content-Type")),
+        (200, Some("text/css; charset=utf-8"))
+    );
+    assert!(!css.body.contains("__attnbook"));
+    let js = server.get("/attnbook.js");
+    assert_eq!(
+        js.header("Content-Type"),
+        Some("text/javascript; charset=utf-8")
+    );
+
+    let redirect = server.get("/one?x=1");
+    assert_eq!(
+        (redirect.status, redirect.header("Location")),
+        (302, Some("/one/?x=1"))
+    );
+    let missing = server.get("/no-such-page/");
+    assert_eq!(missing.status, 404);
+    assert!(
+        missing.body.contains("/__attnbook/events"),
+        "a 404 page reloads too"
+    );
+}
+
+#[test]
+fn nothing_outside_the_output_directory_is_served() {
+    let site = Site::fixture("serve-plain");
+    let server = Server::start(&site);
+    let secret = "Serve fixture";
+    assert!(site.read("site.toml").contains(secret));
+    for path in [
+        "/../site.toml",
+        "/%2e%2e/site.toml",
+        "/..%2fsite.toml",
+        "/%2E%2E%2Fsite.toml",
+        "/one/../../site.toml",
+        "/..\\site.toml",
+        "//site.toml",
+    ] {
+        let reply = server.get(path);
+        assert!(
+            [400, 403, 404].contains(&reply.status),
+            "{path}: status {}",
+            reply.status
+        );
+        assert!(!reply.body.contains("base_url"), "{path} leaked site.toml");
+    }
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::symlink(site.path("site.toml"), site.path("public/leak.txt")).unwrap();
+        let reply = server.get("/leak.txt");
+        assert_eq!(reply.status, 403);
+        assert!(
+            !reply.body.contains("base_url"),
+            "a symlink leaked site.toml"
+        );
+    }
+}
+
+#[test]
+fn editing_prose_updates_the_page_and_the_generation() {
+    let site = Site::fixture("serve-plain");
+    let server = Server::start(&site);
+    let before = server.generation();
+    assert!(before >= 1, "the first build is generation 1");
+
+    // A page's poll parks until the next build; start one before the edit.
+    let port = server.port;
+    let poll = std::thread::spawn(move || get(port, &format!("/__attnbook/events?since={before}")));
+    std::thread::sleep(Duration::from_millis(300));
+
+    let chapter = site.read("content/01-one.md");
+    // Several saves in a row, the last one mid-rebuild at the latest: the page must end up
+    // showing the last one.
+    for round in 1..=3 {
+        let text = chapter.replace("original prose", &format!("edited prose (round {round})"));
+        site.write("content/01-one.md", &text);
+        std::thread::sleep(Duration::from_millis(150));
+    }
+    server.wait_for_page("/one/", "the last edit", |body| {
+        body.contains("edited prose (round 3)")
+    });
+    assert!(server.generation() > before);
+
+    let woke = poll.join().unwrap().expect("the poll answers");
+    let json: serde_json::Value = serde_json::from_str(&woke.body).unwrap();
+    assert!(
+        json["generation"].as_u64().unwrap() > before,
+        "{}",
+        woke.body
+    );
+    assert_eq!(json["ok"], true);
+}
+
+#[test]
+fn a_broken_chapter_shows_the_build_error_until_it_is_fixed() {
+    let site = Site::fixture("serve-plain");
+    let server = Server::start(&site);
+    let chapter = site.read("content/01-one.md");
+    site.write(
+        "content/01-one.md",
+        &chapter.replace("number = 1", "number = 1\ntitel = \"x\""),
+    );
+
+    let page = server.wait_for_page("/two/", "the build error", |body| {
+        body.contains("class=\"build-error\"")
+    });
+    assert!(page.contains("content/01-one.md:4:1"), "{page}");
+    assert!(page.contains("unknown field `titel`"), "{page}");
+    assert!(
+        page.contains("/__attnbook/events"),
+        "the error page reloads when fixed"
+    );
+    for path in ["/", "/no-such-page/"] {
+        assert!(
+            server.get(path).body.contains("class=\"build-error\""),
+            "{path}"
+        );
+    }
+    // Assets are still served as they are.
+    assert!(!server.get("/style.css").body.contains("build-error"));
+    assert!(
+        server.log().contains("build failed: 1 error(s)"),
+        "{}",
+        server.log()
+    );
+
+    site.write("content/01-one.md", &chapter);
+    let page = server.wait_for_page("/two/", "the page again", |body| {
+        !body.contains("build-error")
+    });
+    assert!(page.contains("第二篇"), "{page}");
+}
+
+#[test]
+fn a_burst_of_requests_all_get_answers() {
+    let site = Site::fixture("serve-plain");
+    let server = Server::start(&site);
+    let port = server.port;
+    let threads: Vec<_> = (0..4)
+        .map(|t| {
+            std::thread::spawn(move || {
+                (0..50)
+                    .map(|i| ["/", "/one/", "/style.css", "/two/"][(t + i) % 4])
+                    .map(|path| get(port, path).map(|r| r.status).unwrap_or(0))
+                    .filter(|&status| status == 200)
+                    .count()
+            })
+        })
+        .collect();
+    let answered: usize = threads.into_iter().map(|t| t.join().unwrap()).sum();
+    assert_eq!(answered, 200, "{}", server.log());
+    // A client that hangs up mid-request does not hurt the server.
+    for _ in 0..10 {
+        let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        let _ = stream.write_all(b"GET /one/ HTTP/1.1\r\nHost: x\r\n\r\n");
+    }
+    assert_eq!(server.get("/").status, 200);
+}
+
+#[test]
+fn a_port_in_use_is_a_clear_error() {
+    let site = Site::fixture("serve-plain");
+    let taken = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port().to_string();
+    let run = site.run(&["serve", "--port", &port]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains(&format!("port {port} is already in use")),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("--port"), "{}", run.stderr);
+}

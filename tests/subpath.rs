@@ -1,0 +1,182 @@
+//! The built site served under a sub-path (as GitHub Pages serves a project site) on 127.0.0.1:
+//! every link, stylesheet, script, image, font and feed URL on every page must resolve.
+
+mod common;
+
+use std::collections::{BTreeSet, VecDeque};
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::sync::LazyLock;
+
+use common::Site;
+use regex::Regex;
+
+const PREFIX: &str = "/series/";
+
+static URL_ATTR: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r#"(?:href|src)="([^"]+)""#).unwrap());
+static CSS_URL: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r#"url\(["']?([^"')]+)["']?\)"#).unwrap());
+
+/// Serves `root` under PREFIX on an ephemeral port, from a background thread.
+fn serve(root: PathBuf) -> u16 {
+    let server = tiny_http::Server::http("127.0.0.1:0").unwrap();
+    let port = server.server_addr().to_ip().unwrap().port();
+    std::thread::spawn(move || {
+        for request in server.incoming_requests() {
+            let path = request
+                .url()
+                .split(['?', '#'])
+                .next()
+                .unwrap_or("/")
+                .to_string();
+            let file = path.strip_prefix(PREFIX).map(|rel| {
+                let rel = if rel.is_empty() || rel.ends_with('/') {
+                    format!("{rel}index.html")
+                } else {
+                    rel.to_string()
+                };
+                root.join(rel)
+            });
+            let response =
+                match file.filter(|f| f.is_file() && !f.to_string_lossy().contains("..")) {
+                    Some(f) => tiny_http::Response::from_data(std::fs::read(f).unwrap())
+                        .with_status_code(200),
+                    None => tiny_http::Response::from_data(Vec::new()).with_status_code(404),
+                };
+            let _ = request.respond(response);
+        }
+    });
+    port
+}
+
+fn get(port: u16, path: &str) -> (u16, String) {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    write!(stream, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").unwrap();
+    let mut bytes = Vec::new();
+    stream.read_to_end(&mut bytes).unwrap();
+    let text = String::from_utf8_lossy(&bytes).into_owned();
+    let status = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let body = text
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    (status, body)
+}
+
+/// Resolves a reference found on `page` to an absolute path on this server, if it is internal.
+fn resolve(page: &str, reference: &str) -> Option<String> {
+    let reference = reference.split('#').next()?;
+    if reference.is_empty()
+        || reference.contains("://")
+        || reference.starts_with("data:")
+        || reference.starts_with("mailto:")
+    {
+        return None;
+    }
+    if reference.starts_with('/') {
+        return Some(reference.to_string());
+    }
+    let dir = &page[..page.rfind('/')? + 1];
+    let mut parts: Vec<&str> = dir.split('/').filter(|p| !p.is_empty()).collect();
+    for part in reference.split('/') {
+        match part {
+            ".." => {
+                parts.pop();
+            }
+            "." | "" => {}
+            p => parts.push(p),
+        }
+    }
+    let trailing = if reference.ends_with('/') { "/" } else { "" };
+    Some(format!("/{}{trailing}", parts.join("/")))
+}
+
+fn crawl(port: u16) -> (usize, Vec<String>) {
+    let mut seen = BTreeSet::new();
+    let mut queue = VecDeque::from([PREFIX.to_string(), format!("{PREFIX}404.html")]);
+    let mut broken = Vec::new();
+    while let Some(url) = queue.pop_front() {
+        if !seen.insert(url.clone()) {
+            continue;
+        }
+        let (status, body) = get(port, &url);
+        if status != 200 {
+            broken.push(format!("{url} -> {status}"));
+            continue;
+        }
+        let pattern: &Regex = if url.ends_with(".css") {
+            &CSS_URL
+        } else {
+            &URL_ATTR
+        };
+        let crawlable = url.ends_with('/') || url.ends_with(".html") || url.ends_with(".css");
+        if !crawlable {
+            continue;
+        }
+        for caps in pattern.captures_iter(&body) {
+            let reference = caps[1].replace("&amp;", "&");
+            if let Some(next) = resolve(&url, &reference) {
+                if !next.starts_with(PREFIX) {
+                    broken.push(format!("{url} links outside the base path: {next}"));
+                } else {
+                    queue.push_back(next);
+                }
+            }
+        }
+    }
+    (seen.len(), broken)
+}
+
+fn assert_no_broken_links(site_root: &Path) {
+    let port = serve(site_root.join("public"));
+    let (visited, broken) = crawl(port);
+    assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
+    assert!(visited > 20, "only {visited} URLs visited");
+}
+
+#[test]
+fn the_fixture_site_served_under_a_sub_path_has_no_broken_link_or_asset() {
+    let site = Site::fixture("basic");
+    assert_eq!(site.run(&["build"]).code, 0);
+    assert_no_broken_links(site.root());
+}
+
+#[test]
+fn the_series_served_under_a_sub_path_has_no_broken_link_or_asset() {
+    let out = tempfile::tempdir().unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let status = std::process::Command::new(env!("CARGO_BIN_EXE_attnbook"))
+        .arg("--root")
+        .arg(root)
+        .args([
+            "build",
+            "--base-url",
+            "https://example.github.io/series/",
+            "--out",
+        ])
+        .arg(out.path().join("public"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    assert_no_broken_links(out.path());
+}
+
+#[test]
+fn resolving_relative_references() {
+    assert_eq!(
+        resolve("/series/a/", "../katex/x.css").as_deref(),
+        Some("/series/katex/x.css")
+    );
+    assert_eq!(
+        resolve("/series/katex/katex.min.css", "fonts/A.woff2").as_deref(),
+        Some("/series/katex/fonts/A.woff2")
+    );
+    assert_eq!(resolve("/series/a/", "https://x.y/"), None);
+    assert_eq!(resolve("/series/a/", "#top"), None);
+}
