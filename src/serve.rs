@@ -566,23 +566,28 @@ impl Context {
             Target::File(file) => std::fs::read_to_string(file).ok(),
             _ => None,
         };
-        let html = custom.unwrap_or_else(|| {
-            format!(
-                "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>404 Not Found</title></head>\n\
-                 <body><h1>404 Not Found</h1><p>Nothing at <code>{}</code>.</p><p><a href=\"/\">Home</a></p></body></html>\n",
-                escape(path)
-            )
+        let html = custom.unwrap_or_else(|| match snapshot.failure {
+            // Before any page exists, the error box is the whole page: no 404 text to confuse.
+            Some(_) => plain_page("Build failed", ""),
+            None => plain_page(
+                "404 Not Found",
+                &format!(
+                    "<h1>404 Not Found</h1><p>Nothing at <code>{}</code>.</p><p><a href=\"/\">Home</a></p>",
+                    escape(path)
+                ),
+            ),
         });
         page(&html, 404, snapshot)
     }
 }
 
-/// An HTML page as served: with the reload script, or the build's errors in its place.
+/// An HTML page as served: with the reload script, and the build's errors on top while the
+/// latest build is broken (styled by the site's `div.build-error` rule).
 fn page(html: &str, status: u16, snapshot: &Snapshot) -> ResponseBox {
-    let body = match &snapshot.failure {
-        Some(diagnostics) => error_page(diagnostics, snapshot.generation),
-        None => inject(html, &reload_script(snapshot.generation)),
-    };
+    let mut body = insert(html, body_end(html), &reload_script(snapshot.generation));
+    if let Some(diagnostics) = &snapshot.failure {
+        body = insert(&body, body_start(&body), &error_box(diagnostics));
+    }
     Response::from_string(body)
         .with_status_code(status)
         .with_header(header("Content-Type", "text/html; charset=utf-8"))
@@ -762,13 +767,7 @@ fn reload_script(generation: u64) -> String {
     )
 }
 
-/// `snippet` inserted before the last `</body>`, or appended when there is none.
-fn inject(html: &str, snippet: &str) -> String {
-    // ASCII lowercasing keeps byte offsets, so the index is valid in `html`.
-    let at = html
-        .to_ascii_lowercase()
-        .rfind("</body")
-        .unwrap_or(html.len());
+fn insert(html: &str, at: usize, snippet: &str) -> String {
     let mut out = String::with_capacity(html.len() + snippet.len());
     out.push_str(&html[..at]);
     out.push_str(snippet);
@@ -776,34 +775,45 @@ fn inject(html: &str, snippet: &str) -> String {
     out
 }
 
-/// The page shown for every HTML request while the latest build is broken.
-fn error_page(diagnostics: &str, generation: u64) -> String {
+/// Where the body's content ends: before the last `</body>`, or at the end.
+fn body_end(html: &str) -> usize {
+    // ASCII lowercasing keeps byte offsets, so the index is valid in `html`.
+    html.to_ascii_lowercase()
+        .rfind("</body")
+        .unwrap_or(html.len())
+}
+
+/// Where the body's content starts: after the `<body ...>` tag, or at the start.
+fn body_start(html: &str) -> usize {
+    let lower = html.to_ascii_lowercase();
+    let tag = lower
+        .match_indices("<body")
+        .map(|(i, _)| i)
+        .find(|&i| lower[i + 5..].starts_with(|c: char| c == '>' || c.is_ascii_whitespace()));
+    tag.and_then(|i| lower[i..].find('>').map(|end| i + end + 1))
+        .unwrap_or(0)
+}
+
+/// The diagnostics of the failed build, as a box on top of every page.
+fn error_box(diagnostics: &str) -> String {
     format!(
-        r#"<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>Build failed · attnbook serve</title>
-<style>
-body{{margin:0;font:16px/1.5 system-ui,sans-serif;background:#fff;color:#1b1b1b}}
-.build-error{{max-width:62rem;margin:2rem auto;padding:1rem 1.5rem;border-left:6px solid #c62828;background:#fdecea}}
-.build-error h1{{margin:0 0 .5rem;font-size:1.3rem;color:#b71c1c}}
-.build-error pre{{white-space:pre-wrap;overflow-x:auto;font:14px/1.45 ui-monospace,Menlo,Consolas,monospace}}
-@media (prefers-color-scheme:dark){{body{{background:#161616;color:#eee}}.build-error{{background:#2b1515}}.build-error h1{{color:#ff8a80}}}}
-</style>
-</head>
-<body>
-<div class="build-error">
-<h1>The build failed</h1>
-<p>The site is not up to date. Fix the problems below and save: this page reloads by itself.</p>
-<pre>{}</pre>
-</div>
-{}</body>
-</html>
-"#,
-        escape(diagnostics),
-        reload_script(generation)
+        "<div class=\"build-error\" role=\"alert\"><p><strong>Build failed.</strong> The site \
+         shown is the last good build, if any. Fix the problems below and save: this page \
+         reloads by itself.</p>\
+         <pre>{}</pre></div>\n",
+        escape(diagnostics)
+    )
+}
+
+/// A page of the server's own (when the site has no page to show), readable without the site's
+/// stylesheet, which may not exist yet.
+fn plain_page(title: &str, body: &str) -> String {
+    format!(
+        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <title>{title}</title><style>body{{margin:2rem;font:16px/1.5 system-ui,sans-serif}}\
+         .build-error{{border:2px solid #c62828;padding:.75rem 1rem}}\
+         .build-error pre{{white-space:pre-wrap}}</style></head>\n<body>{body}</body></html>\n"
     )
 }
 
@@ -850,21 +860,20 @@ mod tests {
     }
 
     #[test]
-    fn the_script_goes_before_the_last_closing_body() {
-        let html = "<body><pre>&lt;/body&gt;</pre></BODY></html>";
-        assert_eq!(
-            inject(html, "S"),
-            "<body><pre>&lt;/body&gt;</pre>S</BODY></html>"
-        );
-        assert_eq!(inject("<p>bare</p>", "S"), "<p>bare</p>S");
+    fn the_script_ends_the_body_and_the_error_box_starts_it() {
+        let html = "<body class=\"x\"><pre>&lt;/body&gt;</pre></BODY></html>";
+        let end = body_end(html);
+        assert_eq!(&html[end..], "</BODY></html>");
+        assert_eq!(&html[..body_start(html)], "<body class=\"x\">");
+        assert_eq!(body_start("<bodyx><p>bare</p>"), 0);
+        assert_eq!(body_end("<p>bare</p>"), "<p>bare</p>".len());
     }
 
     #[test]
-    fn the_error_page_escapes_the_diagnostics() {
-        let page = error_page("a.md:1:1: error: <script>", 3);
-        assert!(page.contains("<div class=\"build-error\">"));
-        assert!(page.contains("a.md:1:1: error: &lt;script&gt;"));
-        assert!(page.contains("var g=3"));
+    fn the_error_box_escapes_the_diagnostics() {
+        let shown = error_box("a.md:1:1: error: <script>");
+        assert!(shown.starts_with("<div class=\"build-error\""));
+        assert!(shown.contains("<pre>a.md:1:1: error: &lt;script&gt;</pre>"));
     }
 
     #[test]

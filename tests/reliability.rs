@@ -71,7 +71,7 @@ fn an_interrupted_build_keeps_the_old_output_and_leaves_no_litter() {
     let site = Site::fixture("slow");
     std::fs::create_dir_all(site.path("public")).unwrap();
     site.write("public/index.html", "earlier site");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_attnbook"))
+    let child = Command::new(env!("CARGO_BIN_EXE_attnbook"))
         .arg("--root")
         .arg(site.root())
         .arg("build")

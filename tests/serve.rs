@@ -273,8 +273,7 @@ fn editing_prose_updates_the_page_and_the_generation() {
     std::thread::sleep(Duration::from_millis(300));
 
     let chapter = site.read("content/01-one.md");
-    // Several saves in a row, the last one mid-rebuild at the latest: the page must end up
-    // showing the last one.
+    // Several saves in a row: the page must end up showing the last one.
     for round in 1..=3 {
         let text = chapter.replace("original prose", &format!("edited prose (round {round})"));
         site.write("content/01-one.md", &text);
@@ -320,8 +319,11 @@ fn a_broken_chapter_shows_the_build_error_until_it_is_fixed() {
             "{path}"
         );
     }
-    // Assets are still served as they are.
-    assert!(!server.get("/style.css").body.contains("build-error"));
+    // The box sits on the page the author was looking at, styled by the site's stylesheet.
+    assert!(page.contains("第二篇"), "{page}");
+    let css = server.get("/style.css");
+    assert_eq!(css.header("Content-Type"), Some("text/css; charset=utf-8"));
+    assert!(!css.body.contains("<div"), "assets are served as they are");
     assert!(
         server.log().contains("build failed: 1 error(s)"),
         "{}",
@@ -375,4 +377,77 @@ fn a_port_in_use_is_a_clear_error() {
         run.stderr
     );
     assert!(run.stderr.contains("--port"), "{}", run.stderr);
+}
+
+#[test]
+fn a_save_during_a_rebuild_triggers_another_rebuild() {
+    let site = Site::fixture("serve-plain");
+    let server = Server::start(&site);
+    let before = server.generation();
+    // Holding the site's build lock keeps the next rebuild waiting, mid-build, for as long as
+    // the test likes.
+    let lock = std::fs::File::options()
+        .write(true)
+        .open(site.path(".attnbook/build.lock"))
+        .expect("the server's first build created the lock file");
+    lock.lock().unwrap();
+    let chapter = site.read("content/01-one.md");
+    site.write("content/01-one.md", &chapter.replace("original", "first"));
+    let started = Instant::now();
+    while !server.log().contains("waiting for it to finish") {
+        assert!(
+            started.elapsed() < PATIENCE,
+            "no rebuild started:\n{}",
+            server.log()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    site.write("content/01-one.md", &chapter.replace("original", "second"));
+    std::thread::sleep(Duration::from_millis(500));
+    lock.unlock().unwrap();
+
+    server.wait_for_page("/one/", "the second save", |body| {
+        body.contains("second prose")
+    });
+    let started = Instant::now();
+    while server.generation() < before + 2 {
+        assert!(
+            started.elapsed() < PATIENCE,
+            "one build for two saves:\n{}",
+            server.log()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn a_site_that_never_built_shows_its_errors_on_every_page() {
+    let site = Site::fixture("serve-plain");
+    let chapter = site.read("content/02-two.md");
+    site.write(
+        "content/02-two.md",
+        &chapter.replace("number = 2", "number = \"two\""),
+    );
+    let server = Server::start(&site);
+    for path in ["/", "/two/", "/anything.html"] {
+        let reply = server.get(path);
+        assert_eq!(
+            reply.header("Content-Type"),
+            Some("text/html; charset=utf-8")
+        );
+        assert!(
+            reply.body.contains("class=\"build-error\""),
+            "{path}: {}",
+            reply.body
+        );
+        assert!(
+            reply.body.contains("content/02-two.md:3:"),
+            "{}",
+            reply.body
+        );
+        assert!(reply.body.contains("/__attnbook/events"), "{path}");
+    }
+    site.write("content/02-two.md", &chapter);
+    let page = server.wait_for_page("/two/", "the chapter", |body| body.contains("第二篇"));
+    assert!(!page.contains("build-error"), "{page}");
 }
