@@ -201,11 +201,22 @@ fn render_math(
     diagnostics: &mut Diagnostics,
 ) -> Vec<Vec<Result<String, render::math::MathError>>> {
     let renderer = MathRenderer::new(&series.config.katex.macros);
-    let formulas: Vec<(&str, bool)> = series
+    // Labelled equations carry their number as a KaTeX `\\tag`, counted per chapter.
+    let texts: Vec<(String, bool)> = series
         .chapters
         .iter()
-        .flat_map(|c| c.doc.maths.iter().map(|m| (m.tex.as_str(), m.display)))
+        .flat_map(|c| {
+            let mut n = 0;
+            c.doc.maths.iter().map(move |m| match &m.label {
+                Some(_) if m.display => {
+                    n += 1;
+                    (format!("{}\\tag{{{n}}}", m.tex), true)
+                }
+                _ => (m.tex.clone(), m.display),
+            })
+        })
         .collect();
+    let formulas: Vec<(&str, bool)> = texts.iter().map(|(t, d)| (t.as_str(), *d)).collect();
     let mut rendered = renderer.render_all(&formulas).into_iter();
     let mut per_chapter = Vec::new();
     for chapter in &series.chapters {
@@ -253,6 +264,8 @@ pub fn build(plan: &BuildPlan) -> Outcome {
     out.diagnostics.extend(drift);
     check_placements(&series, &mut out.diagnostics);
     out.diagnostics.extend(render::links::check(&series));
+    let (refs, unresolved) = render::xref::resolve_all(&series);
+    out.diagnostics.extend(unresolved);
     let maths = render_math(&series, &mut out.diagnostics);
     // A rejected formula is an error like any other: the old site stays until it is fixed.
     if plan.strict {
@@ -262,7 +275,7 @@ pub fn build(plan: &BuildPlan) -> Outcome {
         out.series = Some(series);
         return out;
     }
-    render_chapters(&mut series, &maths);
+    render_chapters(&mut series, &maths, &refs);
     match render_site(&series).and_then(|files| write_site(&plan.out, files)) {
         Ok(count) => {
             let runs: Vec<_> = series
@@ -285,15 +298,20 @@ pub fn build(plan: &BuildPlan) -> Outcome {
     out
 }
 
-fn render_chapters(series: &mut Series, maths: &[Vec<Result<String, render::math::MathError>>]) {
+fn render_chapters(
+    series: &mut Series,
+    maths: &[Vec<Result<String, render::math::MathError>>],
+    refs: &[Vec<Option<render::xref::Resolved>>],
+) {
     let base_path = series.config.base_path();
-    for (chapter, maths) in series.chapters.iter_mut().zip(maths) {
+    for ((chapter, maths), refs) in series.chapters.iter_mut().zip(maths).zip(refs) {
         let inputs = html::PageInputs {
             doc: &chapter.doc,
             maths,
             run: chapter.run.as_ref(),
             bindings: &chapter.bindings,
             base_path: &base_path,
+            refs,
         };
         chapter.html = html::body_html(&inputs);
     }
@@ -483,6 +501,12 @@ pub fn check(root: &Path) -> Outcome {
             .filter(|d| !mentions_any(d, &never_ran)),
     );
     out.diagnostics.extend(render::links::check(&series));
+    let (_, unresolved) = render::xref::resolve_all(&series);
+    out.diagnostics.extend(unresolved.into_iter().filter(|d| {
+        !d.help
+            .as_deref()
+            .is_some_and(|h| h.contains("have not run yet"))
+    }));
     let _ = render_math(&series, &mut out.diagnostics);
     out.diagnostics.promote_warnings();
     out.errors_are_findings = true;

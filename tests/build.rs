@@ -207,3 +207,22 @@ fn feeds_sitemap_robots_404_and_meta_honour_base_url() {
     assert!(page.contains("<link rel=\"icon\" href=\"/series/favicon.svg\""));
     assert!(site.path("public/favicon.svg").exists());
 }
+
+#[test]
+fn cross_references_show_numbers_and_link_across_chapters() {
+    let site = Site::fixture("xref");
+    let text = site.read("content/02-b.md");
+    site.write("content/02-b.md", &text.lines().filter(|l| !l.starts_with("坏的")).collect::<Vec<_>>().join("\n"));
+    let run = site.run(&["build"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let a = site.read("public/a/index.html");
+    assert!(a.contains("<a class=\"xref\" href=\"#eq-score\">式 (1)</a>"), "{a}");
+    assert!(a.contains("<a class=\"xref\" href=\"#fig-weights\">图 1</a>"));
+    assert!(a.contains("<a class=\"xref\" href=\"#tab-weights\">表 1</a>"));
+    assert!(a.contains("<div class=\"math-display\" id=\"eq-softmax\">"));
+    assert!(a.contains("(2)"), "the second labelled equation carries its number");
+    let b = site.read("public/b/index.html");
+    assert!(b.contains("<a class=\"xref\" href=\"/series/a/\">《加性注意力》</a>"));
+    assert!(b.contains("<a class=\"xref\" href=\"/series/a/#eq-softmax\">第 1 篇式 (2)</a>"));
+    assert!(b.contains("<a class=\"xref\" href=\"/series/a/#fig-weights\">第 1 篇图 1</a>"));
+}

@@ -178,3 +178,9 @@ fn a_chapter_linked_from_outside_the_site_is_refused_not_ignored() {
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(site.path("public/inside/index.html").exists());
 }
+
+#[test]
+fn unresolved_cross_references_are_errors_with_suggestions() {
+    let run = failing_build("xref");
+    insta::assert_snapshot!("unresolved_xref", run.stderr);
+}

@@ -7,6 +7,7 @@
 
 pub(crate) mod experiment;
 mod headings;
+pub mod refs;
 
 use std::ops::Range;
 
@@ -37,6 +38,8 @@ pub struct Math {
     pub display: bool,
     /// Byte span in the chapter file.
     pub span: Range<usize>,
+    /// `{#eq:label}` after a display formula.
+    pub label: Option<String>,
 }
 
 /// What a table or figure placement names.
@@ -59,6 +62,8 @@ pub enum Piece {
     Experiment(usize),
     /// Quote `Doc::quotes[i]`.
     Quote(usize),
+    /// Cross-reference `Doc::refs[i]`.
+    Ref(usize),
     /// Start of heading `Doc::headings[i]`.
     HeadingStart(usize),
     /// End of heading `Doc::headings[i]`.
@@ -96,6 +101,18 @@ pub struct Doc {
     pub headings: Vec<Heading>,
     /// Links and images, for checking.
     pub links: Vec<Link>,
+    /// Cross-references (`@fig:name`, ...).
+    pub refs: Vec<refs::CrossRef>,
+}
+
+impl Doc {
+    /// Labels of the labelled display equations, in order (their numbers are positions + 1).
+    pub fn equation_labels(&self) -> Vec<&str> {
+        self.maths
+            .iter()
+            .filter_map(|m| m.label.as_deref())
+            .collect()
+    }
 }
 
 /// A link or image destination found in the text.
@@ -261,7 +278,12 @@ impl<'c> Builder<'c> {
 
     fn math(&mut self, tex: String, display: bool, span: Range<usize>) {
         self.heading_text(&tex);
-        self.doc.maths.push(Math { tex, display, span });
+        self.doc.maths.push(Math {
+            tex,
+            display,
+            span,
+            label: None,
+        });
         self.doc.pieces.push(Piece::Math(self.doc.maths.len() - 1));
     }
 
@@ -276,7 +298,10 @@ impl<'c> Builder<'c> {
                 self.next_quote = Some(q);
                 break;
             }
-            self.plain_text(&text[rest - span.start..q.span.start - span.start]);
+            self.plain_text(
+                &text[rest - span.start..q.span.start - span.start],
+                exact.then_some(rest),
+            );
             let shown = format!(
                 "{}{}{}",
                 q.prefix,
@@ -291,10 +316,28 @@ impl<'c> Builder<'c> {
                 .push(Piece::Quote(self.doc.quotes.len() - 1));
             self.next_quote = self.quote_queue.next();
         }
-        self.plain_text(&text[rest - span.start..]);
+        self.plain_text(&text[rest - span.start..], exact.then_some(rest));
     }
 
-    fn plain_text(&mut self, text: &str) {
+    /// Pushes text, turning cross-references into pieces; `at` is the text's file offset when
+    /// the text maps byte for byte onto the source (references elsewhere stay text).
+    fn plain_text(&mut self, text: &str, at: Option<usize>) {
+        let Some(at) = at.filter(|_| text.contains('@')) else {
+            return self.push_text(text);
+        };
+        for part in refs::split(text, at) {
+            match part {
+                Err(text) => self.push_text(text),
+                Ok(r) => {
+                    self.heading_text(&self.chapter.source[r.span.clone()].to_string());
+                    self.doc.refs.push(r);
+                    self.doc.pieces.push(Piece::Ref(self.doc.refs.len() - 1));
+                }
+            }
+        }
+    }
+
+    fn push_text(&mut self, text: &str) {
         if !text.is_empty() {
             self.heading_text(text);
             self.push(Event::Text(text.to_string().into()));
@@ -337,12 +380,36 @@ impl<'c> Builder<'c> {
         if let Some(piece) = self.placement(start) {
             self.doc.pieces.truncate(start);
             self.doc.pieces.push(piece);
-        } else if self.only_display_math(start) {
+        } else if self.label_equation(start) || self.only_display_math(start) {
             // `<p>` cannot hold a display block: drop the paragraph around it.
             self.doc.pieces.remove(start);
         } else {
             self.push(Event::End(TagEnd::Paragraph));
         }
+    }
+
+    /// `$$ ... $$ {#eq:name}`: takes the label off the text onto the formula.
+    fn label_equation(&mut self, start: usize) -> bool {
+        let last = self.doc.pieces.len() - 1;
+        let Some(Piece::Event(Event::Text(text))) = self.doc.pieces.get(last) else {
+            return false;
+        };
+        let Some(label) = refs::equation_label(text) else {
+            return false;
+        };
+        let Some(math) = self.doc.pieces[start + 1..last]
+            .iter()
+            .rev()
+            .find_map(|p| match p {
+                Piece::Math(i) if self.doc.maths[*i].display => Some(*i),
+                _ => None,
+            })
+        else {
+            return false;
+        };
+        self.doc.maths[math].label = Some(label);
+        self.doc.pieces.truncate(last);
+        self.only_display_math(start)
     }
 
     fn only_display_math(&self, start: usize) -> bool {

@@ -12,7 +12,7 @@ use crate::lab::{BlockOutput, ChapterRun};
 use crate::markdown::{Doc, Experiment, Piece, PlacementKind};
 use crate::quotes::Binding;
 use crate::render::math::MathError;
-use crate::render::{highlight, links};
+use crate::render::{highlight, links, xref};
 use lab_protocol::{Figure, Table};
 
 /// Everything the HTML of one chapter needs.
@@ -27,6 +27,8 @@ pub struct PageInputs<'a> {
     pub bindings: &'a [Binding],
     /// The site's base path (`/repo/`), for rewriting links to chapters.
     pub base_path: &'a str,
+    /// Resolved cross-references, in `doc.refs` order (`None`: unresolved, reported).
+    pub refs: &'a [Option<xref::Resolved>],
 }
 
 /// Renders the chapter body.
@@ -103,11 +105,13 @@ fn piece_event(
             })
         }
         Piece::Event(event) => event.clone(),
-        Piece::Math(i) => Event::InlineHtml(
-            math_html(
-                &inputs.doc.maths[*i].tex,
-                inputs.doc.maths[*i].display,
-                &inputs.maths[*i],
+        Piece::Math(i) => {
+            Event::InlineHtml(math_html(&inputs.doc.maths[*i], &inputs.maths[*i]).into())
+        }
+        Piece::Ref(i) => Event::InlineHtml(
+            ref_html(
+                &inputs.doc.refs[*i],
+                inputs.refs.get(*i).and_then(Option::as_ref),
             )
             .into(),
         ),
@@ -164,9 +168,15 @@ fn code_html(lang: Option<&str>, text: &str) -> String {
     }
 }
 
-fn math_html(tex: &str, display: bool, rendered: &Result<String, MathError>) -> String {
+fn math_html(math: &crate::markdown::Math, rendered: &Result<String, MathError>) -> String {
+    let (tex, display) = (math.tex.as_str(), math.display);
+    let id = math
+        .label
+        .as_ref()
+        .map(|l| format!(" id=\"eq-{}\"", escape(l)))
+        .unwrap_or_default();
     match (rendered, display) {
-        (Ok(html), true) => format!("<div class=\"math-display\">{html}</div>"),
+        (Ok(html), true) => format!("<div class=\"math-display\"{id}>{html}</div>"),
         (Ok(html), false) => html.clone(),
         (Err(e), display) => {
             let tag = if display { "div" } else { "span" };
@@ -176,6 +186,21 @@ fn math_html(tex: &str, display: bool, rendered: &Result<String, MathError>) -> 
                 tex = escape(tex)
             )
         }
+    }
+}
+
+fn ref_html(r: &crate::markdown::refs::CrossRef, resolved: Option<&xref::Resolved>) -> String {
+    match resolved {
+        Some(done) => format!(
+            "<a class=\"xref\" href=\"{}\">{}</a>",
+            escape(&done.url),
+            escape(&done.text)
+        ),
+        None => format!(
+            "<span class=\"xref unresolved\">@{}:{}</span>",
+            r.kind.prefix(),
+            escape(&r.name)
+        ),
     }
 }
 

@@ -55,6 +55,13 @@ fn anchors(series: &Series) -> BTreeMap<&str, Vec<String>> {
     for chapter in &series.chapters {
         let mut ids: Vec<String> = chapter.doc.headings.iter().map(|h| h.id.clone()).collect();
         ids.extend((1..=chapter.doc.experiments.len()).map(|n| format!("experiment-{n}")));
+        ids.extend(
+            chapter
+                .doc
+                .equation_labels()
+                .iter()
+                .map(|l| format!("eq-{l}")),
+        );
         if let Some(run) = &chapter.run {
             ids.extend(
                 run.results

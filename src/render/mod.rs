@@ -8,6 +8,7 @@ pub mod highlight;
 pub mod html;
 pub mod links;
 pub mod math;
+pub mod xref;
 
 use std::path::Path;
 

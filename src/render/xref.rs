@@ -1,0 +1,150 @@
+//! Resolves cross-references to numbers and URLs across the whole series.
+//!
+//! Figures and tables are numbered per chapter in the order the experiments recorded them,
+//! labelled display equations in the order they appear, chapters by their `number`.
+
+use std::collections::BTreeMap;
+
+use crate::content::{Chapter, Series};
+use crate::diagnostic::{Diagnostic, closest, did_you_mean};
+use crate::markdown::refs::{CrossRef, RefKind};
+use crate::render::chapter_url;
+
+/// A reference ready to print: its text (`图 3`, `第 2 篇图 3`, `式 (1)`) and link.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resolved {
+    /// What the page shows.
+    pub text: String,
+    /// Where it links.
+    pub url: String,
+}
+
+/// Everything numbered in one chapter.
+struct Numbered<'a> {
+    chapter: &'a Chapter,
+    figures: Vec<&'a str>,
+    tables: Vec<&'a str>,
+    equations: Vec<&'a str>,
+}
+
+impl<'a> Numbered<'a> {
+    fn new(chapter: &'a Chapter) -> Self {
+        let results = chapter.run.as_ref().map(|r| &r.results);
+        Numbered {
+            chapter,
+            figures: results
+                .map(|r| r.figures.iter().map(|f| f.name.as_str()).collect())
+                .unwrap_or_default(),
+            tables: results
+                .map(|r| r.tables.iter().map(|t| t.name.as_str()).collect())
+                .unwrap_or_default(),
+            equations: chapter.doc.equation_labels(),
+        }
+    }
+
+    fn labels(&self, kind: RefKind) -> &[&'a str] {
+        match kind {
+            RefKind::Figure => &self.figures,
+            RefKind::Table => &self.tables,
+            RefKind::Equation | RefKind::Chapter => &self.equations,
+        }
+    }
+}
+
+/// Resolves every reference of every chapter; unresolved ones are diagnostics (and `None`).
+pub fn resolve_all(series: &Series) -> (Vec<Vec<Option<Resolved>>>, Vec<Diagnostic>) {
+    let base = series.config.base_path();
+    let index: BTreeMap<&str, Numbered<'_>> = series
+        .chapters
+        .iter()
+        .map(|c| (c.slug.as_str(), Numbered::new(c)))
+        .collect();
+    let mut problems = Vec::new();
+    let mut all = Vec::new();
+    for chapter in &series.chapters {
+        let mut resolved = Vec::new();
+        for r in &chapter.doc.refs {
+            match resolve(&index, chapter, r, &base) {
+                Ok(done) => resolved.push(Some(done)),
+                Err(d) => {
+                    problems.push(d.at(chapter.location(r.span.clone())));
+                    resolved.push(None);
+                }
+            }
+        }
+        all.push(resolved);
+    }
+    (all, problems)
+}
+
+fn resolve(
+    index: &BTreeMap<&str, Numbered<'_>>,
+    from: &Chapter,
+    r: &CrossRef,
+    base: &str,
+) -> Result<Resolved, Diagnostic> {
+    let slug = r.chapter.as_deref().unwrap_or(&from.slug);
+    let Some(target) = index.get(slug) else {
+        let d = Diagnostic::error(format!("unresolved reference: no chapter `{slug}`"));
+        let hint = did_you_mean(&closest(slug, index.keys().copied()));
+        return Err(d.with_help(
+            hint.unwrap_or_else(|| "chapters are named by slug, e.g. `@ch:bahdanau`".into()),
+        ));
+    };
+    let page = chapter_url(base, &target.chapter.slug);
+    let same = target.chapter.slug == from.slug;
+    let chapter_prefix = if same {
+        String::new()
+    } else {
+        format!("第 {} 篇", target.chapter.front.number)
+    };
+    if r.kind == RefKind::Chapter {
+        return Ok(Resolved {
+            text: format!("《{}》", target.chapter.front.title),
+            url: page,
+        });
+    }
+    let labels = target.labels(r.kind);
+    let Some(position) = labels.iter().position(|l| *l == r.name) else {
+        let never_ran = r.kind != RefKind::Equation
+            && target.chapter.run.is_none()
+            && !target.chapter.doc.experiments.is_empty();
+        let what = match r.kind {
+            RefKind::Figure => "figure",
+            RefKind::Table => "table",
+            _ => "labelled equation",
+        };
+        let d = Diagnostic::error(format!(
+            "unresolved reference: no {what} `{}` in chapter `{slug}`",
+            r.name
+        ));
+        let help = if never_ran {
+            "that chapter's experiments have not run yet".to_string()
+        } else {
+            did_you_mean(&closest(&r.name, labels.iter().copied())).unwrap_or_else(|| {
+                match r.kind {
+                    RefKind::Equation => {
+                        "label a display formula with `$$ ... $$ {#eq:name}`".into()
+                    }
+                    _ => format!("record it with `lab.{what}(\"{}\", ...)`", r.name),
+                }
+            })
+        };
+        return Err(d.with_help(help));
+    };
+    let n = position + 1;
+    let (text, anchor) = match r.kind {
+        RefKind::Figure => (format!("{chapter_prefix}图 {n}"), format!("fig-{}", r.name)),
+        RefKind::Table => (format!("{chapter_prefix}表 {n}"), format!("tab-{}", r.name)),
+        _ => (
+            format!("{chapter_prefix}式 ({n})"),
+            format!("eq-{}", r.name),
+        ),
+    };
+    let url = if same {
+        format!("#{anchor}")
+    } else {
+        format!("{page}#{anchor}")
+    };
+    Ok(Resolved { text, url })
+}
