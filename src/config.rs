@@ -30,6 +30,10 @@ pub struct Config {
     /// Markdown introduction shown on the index page above the chapter list.
     #[serde(default)]
     pub intro: String,
+    /// CSL style for citations and reference lists (a name from hayagriva's archive); the default
+    /// is the Chinese national standard GB/T 7714-2015, author-date.
+    #[serde(default = "default_citation_style")]
+    pub citation_style: String,
     /// KaTeX settings.
     #[serde(default)]
     pub katex: KatexConfig,
@@ -57,6 +61,10 @@ pub struct LabConfig {
     pub timeout: Option<u64>,
     /// Address-space limit of an experiment process, in MiB (default 4096).
     pub memory_mb: Option<u64>,
+}
+
+fn default_citation_style() -> String {
+    "gb-7714-2015-author-date".to_string()
 }
 
 fn default_language() -> String {

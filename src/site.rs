@@ -195,7 +195,21 @@ fn check_placements(series: &Series, diagnostics: &mut Diagnostics) {
     }
 }
 
-/// Stage 5a: render every formula of the series; KaTeX errors become diagnostics.
+/// Stage 5a: citations and reference lists from the bibliography.
+fn cite_all(series: &Series, diagnostics: &mut Diagnostics) -> Vec<render::cite::ChapterCitations> {
+    let bibliography = match render::cite::load(&series.root) {
+        Ok(bib) => bib,
+        Err(errors) => {
+            diagnostics.extend(errors);
+            None
+        }
+    };
+    let (citations, problems) = render::cite::render(series, bibliography.as_ref());
+    diagnostics.extend(problems);
+    citations
+}
+
+/// Stage 5b: render every formula of the series; KaTeX errors become diagnostics.
 fn render_math(
     series: &Series,
     diagnostics: &mut Diagnostics,
@@ -266,6 +280,7 @@ pub fn build(plan: &BuildPlan) -> Outcome {
     out.diagnostics.extend(render::links::check(&series));
     let (refs, unresolved) = render::xref::resolve_all(&series);
     out.diagnostics.extend(unresolved);
+    let citations = cite_all(&series, &mut out.diagnostics);
     let maths = render_math(&series, &mut out.diagnostics);
     // A rejected formula is an error like any other: the old site stays until it is fixed.
     if plan.strict {
@@ -275,7 +290,14 @@ pub fn build(plan: &BuildPlan) -> Outcome {
         out.series = Some(series);
         return out;
     }
-    render_chapters(&mut series, &maths, &refs);
+    render_chapters(
+        &mut series,
+        &Rendered {
+            maths,
+            refs,
+            citations,
+        },
+    );
     match render_site(&series).and_then(|files| write_site(&plan.out, files)) {
         Ok(count) => {
             let runs: Vec<_> = series
@@ -298,13 +320,21 @@ pub fn build(plan: &BuildPlan) -> Outcome {
     out
 }
 
-fn render_chapters(
-    series: &mut Series,
-    maths: &[Vec<Result<String, render::math::MathError>>],
-    refs: &[Vec<Option<render::xref::Resolved>>],
-) {
+/// What the page bodies need besides the chapters themselves.
+struct Rendered {
+    maths: Vec<Vec<Result<String, render::math::MathError>>>,
+    refs: Vec<Vec<Option<render::xref::Resolved>>>,
+    citations: Vec<render::cite::ChapterCitations>,
+}
+
+fn render_chapters(series: &mut Series, rendered: &Rendered) {
     let base_path = series.config.base_path();
-    for ((chapter, maths), refs) in series.chapters.iter_mut().zip(maths).zip(refs) {
+    let per_chapter = rendered
+        .maths
+        .iter()
+        .zip(&rendered.refs)
+        .zip(&rendered.citations);
+    for (chapter, ((maths, refs), citations)) in series.chapters.iter_mut().zip(per_chapter) {
         let inputs = html::PageInputs {
             doc: &chapter.doc,
             maths,
@@ -312,8 +342,18 @@ fn render_chapters(
             bindings: &chapter.bindings,
             base_path: &base_path,
             refs,
+            citations: &citations.inline,
         };
         chapter.html = html::body_html(&inputs);
+        if !citations.list_html.is_empty() {
+            chapter.html.push_str(&citations.list_html);
+            chapter.doc.headings.push(markdown::Heading {
+                level: 2,
+                id: "bibliography".into(),
+                text: "参考文献".into(),
+                span: 0..0,
+            });
+        }
     }
 }
 
@@ -507,6 +547,7 @@ pub fn check(root: &Path) -> Outcome {
             .as_deref()
             .is_some_and(|h| h.contains("have not run yet"))
     }));
+    let _ = cite_all(&series, &mut out.diagnostics);
     let _ = render_math(&series, &mut out.diagnostics);
     out.diagnostics.promote_warnings();
     out.errors_are_findings = true;

@@ -212,17 +212,71 @@ fn feeds_sitemap_robots_404_and_meta_honour_base_url() {
 fn cross_references_show_numbers_and_link_across_chapters() {
     let site = Site::fixture("xref");
     let text = site.read("content/02-b.md");
-    site.write("content/02-b.md", &text.lines().filter(|l| !l.starts_with("坏的")).collect::<Vec<_>>().join("\n"));
+    site.write(
+        "content/02-b.md",
+        &text
+            .lines()
+            .filter(|l| !l.starts_with("坏的"))
+            .collect::<Vec<_>>()
+            .join("\n"),
+    );
     let run = site.run(&["build"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     let a = site.read("public/a/index.html");
-    assert!(a.contains("<a class=\"xref\" href=\"#eq-score\">式 (1)</a>"), "{a}");
+    assert!(
+        a.contains("<a class=\"xref\" href=\"#eq-score\">式 (1)</a>"),
+        "{a}"
+    );
     assert!(a.contains("<a class=\"xref\" href=\"#fig-weights\">图 1</a>"));
     assert!(a.contains("<a class=\"xref\" href=\"#tab-weights\">表 1</a>"));
     assert!(a.contains("<div class=\"math-display\" id=\"eq-softmax\">"));
-    assert!(a.contains("(2)"), "the second labelled equation carries its number");
+    assert!(
+        a.contains("(2)"),
+        "the second labelled equation carries its number"
+    );
     let b = site.read("public/b/index.html");
     assert!(b.contains("<a class=\"xref\" href=\"/series/a/\">《加性注意力》</a>"));
     assert!(b.contains("<a class=\"xref\" href=\"/series/a/#eq-softmax\">第 1 篇式 (2)</a>"));
     assert!(b.contains("<a class=\"xref\" href=\"/series/a/#fig-weights\">第 1 篇图 1</a>"));
+}
+
+#[test]
+fn citations_link_to_a_reference_list_of_the_cited_works() {
+    let site = Site::fixture("cite");
+    let run = site.run(&["build"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let page = site.read("public/a/index.html");
+    assert!(
+        page.contains(
+            "<a class=\"citation\" href=\"#ref-bahdanau2015\">(Bahdanau et al. 2015)</a>"
+        ),
+        "{page}"
+    );
+    assert!(page.contains("<a class=\"citation\" href=\"#ref-vaswani2017\">(Vaswani 等, 2017; Bahdanau 等, 2015)</a>"));
+    assert!(page.contains("<li id=\"ref-vaswani2017\">"));
+    assert!(page.contains("Attention Is All You Need"));
+    assert!(!page.contains("Never Cited"), "only cited works are listed");
+    assert!(page.contains("<code>[@bahdanau2015]</code>"));
+    assert!(
+        page.contains("href=\"#bibliography\">参考文献</a>"),
+        "the list is in the TOC"
+    );
+}
+
+#[test]
+fn unknown_citation_keys_are_errors() {
+    let site = Site::fixture("cite");
+    site.write(
+        "content/01-a.md",
+        "+++\ntitle = \"A\"\nnumber = 1\n+++\n\n见 [@bahdanua2015]。\n",
+    );
+    let run = site.run(&["build"]);
+    assert_eq!(run.code, 2);
+    assert!(
+        run.stderr
+            .contains("content/01-a.md:6:3: error: unknown citation key `bahdanua2015`"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("did you mean `bahdanau2015`?"));
 }

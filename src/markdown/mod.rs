@@ -5,6 +5,7 @@
 //! `{{table: ..}}` / `{{figure: ..}}` placements become typed pieces that later stages fill in.
 //! Every piece keeps its byte span in the chapter file, so any stage can report `path:line:col`.
 
+pub mod cite;
 pub(crate) mod experiment;
 mod headings;
 pub mod refs;
@@ -64,6 +65,8 @@ pub enum Piece {
     Quote(usize),
     /// Cross-reference `Doc::refs[i]`.
     Ref(usize),
+    /// Citation `Doc::citations[i]`.
+    Cite(usize),
     /// Start of heading `Doc::headings[i]`.
     HeadingStart(usize),
     /// End of heading `Doc::headings[i]`.
@@ -103,6 +106,24 @@ pub struct Doc {
     pub links: Vec<Link>,
     /// Cross-references (`@fig:name`, ...).
     pub refs: Vec<refs::CrossRef>,
+    /// Citations (`[@key]`).
+    pub citations: Vec<cite::Citation>,
+}
+
+/// A construct recognised on the source before inline parsing, then masked.
+#[derive(Debug, Clone)]
+enum Inline {
+    Quote(QuoteSyntax),
+    Cite(cite::Citation),
+}
+
+impl Inline {
+    fn span(&self) -> Range<usize> {
+        match self {
+            Inline::Quote(q) => q.span.clone(),
+            Inline::Cite(c) => c.span.clone(),
+        }
+    }
 }
 
 impl Doc {
@@ -132,6 +153,7 @@ pub fn parse(chapter: &Chapter) -> (Doc, Vec<Diagnostic>) {
     let base = chapter.body_offset;
     let mut diagnostics = Vec::new();
     let (quotes, errors) = syntax::scan(body, base, &excluded_ranges(body, base));
+
     for e in errors {
         diagnostics.push(
             Diagnostic::error(e.message)
@@ -139,8 +161,18 @@ pub fn parse(chapter: &Chapter) -> (Doc, Vec<Diagnostic>) {
                 .with_help(e.help),
         );
     }
-    let masked = mask(body, base, &quotes);
-    let mut builder = Builder::new(chapter, quotes);
+    let excluded = excluded_ranges(body, base);
+    let cites = cite::scan(body, base, &excluded);
+    let mut inlines: Vec<Inline> = quotes.into_iter().map(Inline::Quote).collect();
+    let cites: Vec<Inline> = cites
+        .into_iter()
+        .filter(|c| !inlines.iter().any(|i| overlaps(&i.span(), &c.span)))
+        .map(Inline::Cite)
+        .collect();
+    inlines.extend(cites);
+    inlines.sort_by_key(|i| i.span().start);
+    let masked = mask(body, base, &inlines);
+    let mut builder = Builder::new(chapter, inlines);
     builder.run(&masked);
     diagnostics.extend(builder.diagnostics);
     (builder.doc, diagnostics)
@@ -171,20 +203,25 @@ fn excluded_ranges(body: &str, base: usize) -> Vec<Range<usize>> {
 
 /// Replaces each quote by inert letters of the same byte length, so offsets stay valid and
 /// inline parsing cannot pair anything inside it.
-fn mask(body: &str, base: usize, quotes: &[QuoteSyntax]) -> String {
+fn mask(body: &str, base: usize, inlines: &[Inline]) -> String {
     let mut bytes = body.as_bytes().to_vec();
-    for q in quotes {
-        bytes[q.span.start - base..q.span.end - base].fill(b'Q');
+    for inline in inlines {
+        let span = inline.span();
+        bytes[span.start - base..span.end - base].fill(b'Q');
     }
     String::from_utf8(bytes).unwrap_or_else(|_| body.to_string())
+}
+
+fn overlaps(a: &Range<usize>, b: &Range<usize>) -> bool {
+    a.start < b.end && b.start < a.end
 }
 
 struct Builder<'c> {
     chapter: &'c Chapter,
     doc: Doc,
     diagnostics: Vec<Diagnostic>,
-    quote_queue: std::vec::IntoIter<QuoteSyntax>,
-    next_quote: Option<QuoteSyntax>,
+    inline_queue: std::vec::IntoIter<Inline>,
+    next_inline: Option<Inline>,
     code: Option<experiment::CodeState>,
     /// Open heading: piece index of its start marker, level, explicit id, span, plain text.
     heading: Option<OpenHeading>,
@@ -201,15 +238,15 @@ struct OpenHeading {
 }
 
 impl<'c> Builder<'c> {
-    fn new(chapter: &'c Chapter, quotes: Vec<QuoteSyntax>) -> Self {
-        let mut quote_queue = quotes.into_iter();
-        let next_quote = quote_queue.next();
+    fn new(chapter: &'c Chapter, inlines: Vec<Inline>) -> Self {
+        let mut inline_queue = inlines.into_iter();
+        let next_inline = inline_queue.next();
         Builder {
             chapter,
             doc: Doc::default(),
             diagnostics: Vec::new(),
-            quote_queue,
-            next_quote,
+            inline_queue,
+            next_inline,
             code: None,
             heading: None,
             paragraph_start: None,
@@ -287,36 +324,47 @@ impl<'c> Builder<'c> {
         self.doc.pieces.push(Piece::Math(self.doc.maths.len() - 1));
     }
 
-    /// Splits text around masked quotes.
+    /// Splits text around masked quotes and citations.
     fn text(&mut self, text: String, span: Range<usize>) {
         self.last_text_span = span.clone();
         let mut rest = span.start;
-        // Quotes were masked to ASCII letters, so a text event containing one maps 1:1 to source.
+        // Inlines were masked to ASCII letters, so a text event holding one maps 1:1 to source.
         let exact = span.len() == text.len();
-        while let Some(q) = self.next_quote.take() {
-            if !exact || q.span.start < rest || q.span.end > span.end {
-                self.next_quote = Some(q);
+        while let Some(inline) = self.next_inline.take() {
+            let at = inline.span();
+            if !exact || at.start < rest || at.end > span.end {
+                self.next_inline = Some(inline);
                 break;
             }
-            self.plain_text(
-                &text[rest - span.start..q.span.start - span.start],
-                exact.then_some(rest),
-            );
-            let shown = format!(
-                "{}{}{}",
-                q.prefix,
-                &self.chapter.source[q.number.span.clone()],
-                q.suffix
-            );
-            self.heading_text(&shown);
-            rest = q.span.end;
-            self.doc.quotes.push(q);
-            self.doc
-                .pieces
-                .push(Piece::Quote(self.doc.quotes.len() - 1));
-            self.next_quote = self.quote_queue.next();
+            self.plain_text(&text[rest - span.start..at.start - span.start], Some(rest));
+            rest = at.end;
+            match inline {
+                Inline::Quote(q) => self.quote(q),
+                Inline::Cite(c) => {
+                    self.heading_text(&self.chapter.source[c.span.clone()].to_string());
+                    self.doc.citations.push(c);
+                    self.doc
+                        .pieces
+                        .push(Piece::Cite(self.doc.citations.len() - 1));
+                }
+            }
+            self.next_inline = self.inline_queue.next();
         }
         self.plain_text(&text[rest - span.start..], exact.then_some(rest));
+    }
+
+    fn quote(&mut self, q: QuoteSyntax) {
+        let shown = format!(
+            "{}{}{}",
+            q.prefix,
+            &self.chapter.source[q.number.span.clone()],
+            q.suffix
+        );
+        self.heading_text(&shown);
+        self.doc.quotes.push(q);
+        self.doc
+            .pieces
+            .push(Piece::Quote(self.doc.quotes.len() - 1));
     }
 
     /// Pushes text, turning cross-references into pieces; `at` is the text's file offset when

@@ -29,6 +29,8 @@ pub struct PageInputs<'a> {
     pub base_path: &'a str,
     /// Resolved cross-references, in `doc.refs` order (`None`: unresolved, reported).
     pub refs: &'a [Option<xref::Resolved>],
+    /// Rendered citations, in `doc.citations` order.
+    pub citations: &'a [String],
 }
 
 /// Renders the chapter body.
@@ -115,6 +117,9 @@ fn piece_event(
             )
             .into(),
         ),
+        Piece::Cite(i) => {
+            Event::InlineHtml(inputs.citations.get(*i).cloned().unwrap_or_default().into())
+        }
         Piece::Quote(i) => Event::InlineHtml(quote_html(&inputs.bindings[*i]).into()),
         Piece::HeadingStart(i) => {
             let h = &inputs.doc.headings[*i];

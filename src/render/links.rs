@@ -62,6 +62,17 @@ fn anchors(series: &Series) -> BTreeMap<&str, Vec<String>> {
                 .iter()
                 .map(|l| format!("eq-{l}")),
         );
+        if !chapter.doc.citations.is_empty() {
+            ids.push("bibliography".into());
+            ids.extend(
+                chapter
+                    .doc
+                    .citations
+                    .iter()
+                    .flat_map(|c| &c.keys)
+                    .map(|k| format!("ref-{k}")),
+            );
+        }
         if let Some(run) = &chapter.run {
             ids.extend(
                 run.results

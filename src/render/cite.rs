@@ -1,0 +1,207 @@
+//! Citations and reference lists, formatted by hayagriva (a CSL processor) from the site's
+//! bibliography: `content/references.bib` (BibTeX/BibLaTeX) or `content/references.yaml`
+//! (hayagriva YAML). Each chapter gets a reference list of the works it cites.
+
+use std::path::{Path, PathBuf};
+
+use hayagriva::archive::ArchivedStyle;
+use hayagriva::citationberg::{IndependentStyle, Locale, Style};
+use hayagriva::{
+    BibliographyDriver, BibliographyRequest, BufWriteFormat, CitationItem, CitationRequest, Library,
+};
+
+use crate::content::Series;
+use crate::diagnostic::{Diagnostic, Location, closest, did_you_mean};
+use crate::render::html::escape;
+
+/// The site's bibliography.
+pub struct Bibliography {
+    path: PathBuf,
+    library: Library,
+}
+
+/// A chapter's citations, rendered.
+#[derive(Debug, Clone, Default)]
+pub struct ChapterCitations {
+    /// HTML of each citation, in `doc.citations` order.
+    pub inline: Vec<String>,
+    /// The reference list (empty when the chapter cites nothing).
+    pub list_html: String,
+}
+
+const CANDIDATES: [&str; 3] = [
+    "content/references.bib",
+    "content/references.yaml",
+    "content/references.yml",
+];
+
+/// Loads the bibliography, if the site has one.
+pub fn load(root: &Path) -> Result<Option<Bibliography>, Vec<Diagnostic>> {
+    let Some(rel) = CANDIDATES
+        .iter()
+        .map(Path::new)
+        .find(|p| root.join(p).is_file())
+    else {
+        return Ok(None);
+    };
+    let text = std::fs::read_to_string(root.join(rel)).map_err(|e| {
+        vec![Diagnostic::error(format!(
+            "cannot read {}: {e}",
+            rel.display()
+        ))]
+    })?;
+    let library = if rel.extension().is_some_and(|x| x == "bib") {
+        hayagriva::io::from_biblatex_str(&text).map_err(|errors| {
+            errors
+                .iter()
+                .map(|e| biblatex_diagnostic(rel, &text, e))
+                .collect::<Vec<_>>()
+        })?
+    } else {
+        hayagriva::io::from_yaml_str(&text)
+            .map_err(|e| vec![Diagnostic::error(format!("{}: {e}", rel.display()))])?
+    };
+    Ok(Some(Bibliography {
+        path: rel.to_path_buf(),
+        library,
+    }))
+}
+
+fn biblatex_diagnostic(
+    path: &Path,
+    text: &str,
+    error: &hayagriva::io::BibLaTeXError,
+) -> Diagnostic {
+    let span = match error {
+        hayagriva::io::BibLaTeXError::Parse(e) => e.span.clone(),
+        hayagriva::io::BibLaTeXError::Type(e) => e.span.clone(),
+    };
+    Diagnostic::error(format!("bibliography: {error}")).at(Location::in_source(path, text, span))
+}
+
+fn style(name: &str) -> Result<IndependentStyle, Diagnostic> {
+    let found = ArchivedStyle::by_name(name).map(ArchivedStyle::get);
+    match found {
+        Some(Style::Independent(style)) => Ok(style),
+        _ => Err(Diagnostic::error(format!("unknown citation style `{name}`"))
+            .at(Location::at_line(Path::new("site.toml"), 1, 1))
+            .with_help("use a style name from hayagriva's archive, e.g. `chicago-author-date`, `ieee` or `apa`")),
+    }
+}
+
+/// Renders every chapter's citations and reference list; unknown keys are diagnostics.
+pub fn render(
+    series: &Series,
+    bibliography: Option<&Bibliography>,
+) -> (Vec<ChapterCitations>, Vec<Diagnostic>) {
+    let mut problems = Vec::new();
+    let cited = series.chapters.iter().any(|c| !c.doc.citations.is_empty());
+    let (Some(bib), true) = (bibliography, cited) else {
+        for chapter in &series.chapters {
+            for c in &chapter.doc.citations {
+                problems.push(
+                    Diagnostic::error(format!(
+                        "citation of `{}` but the site has no bibliography",
+                        c.keys.join("; ")
+                    ))
+                    .at(chapter.location(c.span.clone()))
+                    .with_help("add content/references.bib (BibTeX) or content/references.yaml"),
+                );
+            }
+        }
+        return (
+            vec![ChapterCitations::default(); series.chapters.len()],
+            problems,
+        );
+    };
+    let style = match style(&series.config.citation_style) {
+        Ok(style) => style,
+        Err(d) => {
+            return (
+                vec![ChapterCitations::default(); series.chapters.len()],
+                vec![d],
+            );
+        }
+    };
+    let locales = hayagriva::archive::locales();
+    let mut all = Vec::new();
+    for chapter in &series.chapters {
+        let (rendered, unknown) = render_chapter(bib, &style, &locales, chapter);
+        problems.extend(unknown);
+        all.push(rendered);
+    }
+    (all, problems)
+}
+
+fn render_chapter(
+    bib: &Bibliography,
+    style: &IndependentStyle,
+    locales: &[Locale],
+    chapter: &crate::content::Chapter,
+) -> (ChapterCitations, Vec<Diagnostic>) {
+    let mut problems = Vec::new();
+    let mut driver = BibliographyDriver::new();
+    for citation in &chapter.doc.citations {
+        let mut items = Vec::new();
+        for key in &citation.keys {
+            match bib.library.get(key) {
+                Some(entry) => items.push(CitationItem::with_entry(entry)),
+                None => problems.push(unknown_key(
+                    bib,
+                    chapter.location(citation.span.clone()),
+                    key,
+                )),
+            }
+        }
+        driver.citation(CitationRequest::from_items(items, style, locales));
+    }
+    if chapter.doc.citations.is_empty() {
+        return (ChapterCitations::default(), problems);
+    }
+    let result = driver.finish(BibliographyRequest {
+        style,
+        locale: None,
+        locale_files: locales,
+    });
+    let inline = chapter
+        .doc
+        .citations
+        .iter()
+        .zip(&result.citations)
+        .map(|(citation, rendered)| {
+            let mut text = String::new();
+            let _ = rendered.citation.write_buf(&mut text, BufWriteFormat::Html);
+            let first = citation
+                .keys
+                .first()
+                .map(String::as_str)
+                .unwrap_or_default();
+            format!(
+                "<a class=\"citation\" href=\"#ref-{}\">{text}</a>",
+                escape(first)
+            )
+        })
+        .collect();
+    let mut list = String::new();
+    for item in result.bibliography.iter().flat_map(|b| &b.items) {
+        let mut text = String::new();
+        let _ = item.content.write_buf(&mut text, BufWriteFormat::Html);
+        list.push_str(&format!(
+            "<li id=\"ref-{}\">{text}</li>\n",
+            escape(&item.key)
+        ));
+    }
+    let list_html = format!(
+        "<section class=\"bibliography\">\n<h2 id=\"bibliography\"><a class=\"anchor\" href=\"#bibliography\" aria-hidden=\"true\">#</a>参考文献</h2>\n<ol class=\"references\">\n{list}</ol>\n</section>\n"
+    );
+    (ChapterCitations { inline, list_html }, problems)
+}
+
+fn unknown_key(bib: &Bibliography, at: Location, key: &str) -> Diagnostic {
+    let keys: Vec<String> = bib.library.iter().map(|e| e.key().to_string()).collect();
+    let d = Diagnostic::error(format!("unknown citation key `{key}`")).at(at);
+    match did_you_mean(&closest(key, keys.iter().map(String::as_str))) {
+        Some(hint) => d.with_help(hint),
+        None => d.with_help(format!("add an entry `{key}` to {}", bib.path.display())),
+    }
+}

@@ -1,0 +1,1032 @@
+#!/usr/bin/env node
+/*
+ * Real-browser checks of a built attnbook site.
+ *
+ *   node tests/browser/run.mjs SITE_DIR
+ *
+ * SITE_DIR must have been built with a base URL whose path is /series/ (tests/browser/run.sh does
+ * that). A static HTTP server (node:http, no dependency) serves it on 127.0.0.1 at an ephemeral
+ * port under /series/ only, like a GitHub Pages project site: anything outside /series/ is a plain
+ * 404, a missing page inside it gets the site's 404.html with status 404. Debian's Chromium
+ * (/usr/bin/chromium, or $CHROMIUM_PATH) is driven through playwright-core; no browser download.
+ *
+ * Output: one line per check (`ok - name`, `not ok - name: reason`, `skip - name: reason`), then
+ * `N passed, M failed[, K skipped]`. Exit status 1 if any check failed, 2 on a harness error.
+ * Screenshots go to tests/browser/screenshots/ (git-ignored).
+ */
+
+import http from "node:http";
+import fs from "node:fs";
+import fsp from "node:fs/promises";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { chromium } from "playwright-core";
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const PREFIX = "/series/";
+const CHROMIUM = process.env.CHROMIUM_PATH || "/usr/bin/chromium";
+const GLOBAL_TIMEOUT_MS = Number(process.env.BROWSER_TEST_TIMEOUT_MS || 240_000);
+const SCREENSHOT_DIR = path.join(HERE, "screenshots");
+const LAUNCH_ARGS = [
+  "--headless",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+];
+const MIN_VISIBLE_KATEX = 10; // per chapter page
+const DESKTOP = { width: 1280, height: 900 };
+const NARROW = { width: 390, height: 844 };
+const PHONE = { width: 360, height: 800 };
+const SEARCH_QUERIES = ["注意力", "缩放"];
+const CJK = /[\u3400-\u4dbf\u4e00-\u9fff]/;
+
+// ------------------------------------------------------------------------------------------------
+// Static server
+// ------------------------------------------------------------------------------------------------
+
+const TYPES = {
+  ".html": "text/html; charset=utf-8",
+  ".css": "text/css; charset=utf-8",
+  ".js": "text/javascript; charset=utf-8",
+  ".mjs": "text/javascript; charset=utf-8",
+  ".json": "application/json; charset=utf-8",
+  ".map": "application/json; charset=utf-8",
+  ".xml": "application/xml; charset=utf-8",
+  ".svg": "image/svg+xml; charset=utf-8",
+  ".woff2": "font/woff2",
+  ".woff": "font/woff",
+  ".ttf": "font/ttf",
+  ".otf": "font/otf",
+  ".png": "image/png",
+  ".jpg": "image/jpeg",
+  ".jpeg": "image/jpeg",
+  ".gif": "image/gif",
+  ".webp": "image/webp",
+  ".avif": "image/avif",
+  ".ico": "image/x-icon",
+  ".txt": "text/plain; charset=utf-8",
+  ".md": "text/markdown; charset=utf-8",
+  ".wasm": "application/wasm",
+};
+
+function contentType(file) {
+  const base = path.basename(file);
+  if (base === "atom.xml" || base.endsWith(".atom")) return "application/atom+xml; charset=utf-8";
+  if (base.endsWith(".rss")) return "application/rss+xml; charset=utf-8";
+  return TYPES[path.extname(base).toLowerCase()] || "application/octet-stream";
+}
+
+async function statOrNull(p) {
+  try {
+    return await fsp.stat(p);
+  } catch {
+    return null;
+  }
+}
+
+/** Serves `root` under PREFIX. Resolves to { server, origin, served }. */
+function startServer(root) {
+  const served = []; // { path, status, type } of every response, for checks on fonts etc.
+  const server = http.createServer(async (req, res) => {
+    const send = (status, type, body, extra = {}) => {
+      served.push({ path: req.url, status, type });
+      const headers = { "Cache-Control": "no-cache", ...extra };
+      if (type) headers["Content-Type"] = type;
+      if (body != null) headers["Content-Length"] = Buffer.byteLength(body);
+      res.writeHead(status, headers);
+      res.end(req.method === "HEAD" ? undefined : body);
+    };
+    const plain404 = () => send(404, "text/plain; charset=utf-8", "not found\n");
+    try {
+      if (req.method !== "GET" && req.method !== "HEAD") {
+        return send(405, "text/plain; charset=utf-8", "method not allowed\n", { Allow: "GET, HEAD" });
+      }
+      const url = new URL(req.url, "http://127.0.0.1");
+      let pathname;
+      try {
+        pathname = decodeURIComponent(url.pathname);
+      } catch {
+        return plain404();
+      }
+      if (pathname === PREFIX.slice(0, -1)) {
+        return send(301, "text/plain; charset=utf-8", "moved\n", { Location: PREFIX + url.search });
+      }
+      if (!pathname.startsWith(PREFIX)) return plain404();
+      const rel = pathname.slice(PREFIX.length);
+      if (rel.includes("\0") || rel.split("/").some((s) => s === ".." || s === ".")) return plain404();
+      let file = path.join(root, ...rel.split("/").filter(Boolean));
+      let st = await statOrNull(file);
+      if (st && st.isDirectory()) {
+        if (!pathname.endsWith("/")) {
+          return send(301, "text/plain; charset=utf-8", "moved\n", {
+            Location: url.pathname + "/" + url.search,
+          });
+        }
+        file = path.join(file, "index.html");
+        st = await statOrNull(file);
+      }
+      if (!st || !st.isFile()) {
+        // Like GitHub Pages: the site's own 404 page, with status 404.
+        const page404 = path.join(root, "404.html");
+        if (fs.existsSync(page404)) return send(404, TYPES[".html"], await fsp.readFile(page404));
+        return plain404();
+      }
+      return send(200, contentType(file), await fsp.readFile(file));
+    } catch (e) {
+      return send(500, "text/plain; charset=utf-8", `server error: ${e.message}\n`);
+    }
+  });
+  return new Promise((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address();
+      resolve({ server, origin: `http://127.0.0.1:${port}`, served });
+    });
+  });
+}
+
+// ------------------------------------------------------------------------------------------------
+// Check bookkeeping
+// ------------------------------------------------------------------------------------------------
+
+class Skip extends Error {}
+const results = { passed: 0, failed: 0, skipped: 0 };
+
+function oneLine(s) {
+  return String(s).replace(/\s*\n\s*/g, " | ").slice(0, 1500);
+}
+
+function assert(cond, message) {
+  if (!cond) throw new Error(message);
+}
+
+async function check(name, fn) {
+  try {
+    await fn();
+    results.passed++;
+    console.log(`ok - ${name}`);
+  } catch (e) {
+    if (e instanceof Skip) {
+      results.skipped++;
+      console.log(`skip - ${name}: ${oneLine(e.message)}`);
+    } else {
+      results.failed++;
+      const msg = e && e.message ? e.message.split("\nCall log:")[0] : String(e);
+      console.log(`not ok - ${name}: ${oneLine(msg)}`);
+    }
+  }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Browser helpers
+// ------------------------------------------------------------------------------------------------
+
+/** Collects everything that went wrong while a page was open. */
+function watch(page) {
+  const problems = [];
+  page.on("console", (m) => {
+    if (m.type() === "error") {
+      const loc = m.location();
+      problems.push(`console error: ${m.text()}${loc && loc.url ? ` (${loc.url}:${loc.lineNumber})` : ""}`);
+    }
+  });
+  page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
+  page.on("requestfailed", (r) =>
+    problems.push(`request failed: ${r.url()} (${r.failure() ? r.failure().errorText : "?"})`),
+  );
+  page.on("response", (r) => {
+    if (r.status() >= 400) problems.push(`HTTP ${r.status()} for ${r.url()}`);
+  });
+  return problems;
+}
+
+async function goto(page, url, expectStatus = 200) {
+  const resp = await page.goto(url, { waitUntil: "load" });
+  assert(resp, `no response for ${url}`);
+  assert(resp.status() === expectStatus, `${url}: HTTP ${resp.status()}, expected ${expectStatus}`);
+  await page.evaluate(() => document.fonts.ready.then(() => undefined));
+  return resp;
+}
+
+/** Waits until fn() returns the same JSON twice in a row (e.g. after a smooth scroll). */
+async function settle(page, fn, arg, { interval = 100, timeout = 5000 } = {}) {
+  const end = Date.now() + timeout;
+  let prev = JSON.stringify(await page.evaluate(fn, arg));
+  for (;;) {
+    await page.waitForTimeout(interval);
+    const cur = JSON.stringify(await page.evaluate(fn, arg));
+    if (cur === prev || Date.now() > end) return JSON.parse(cur);
+    prev = cur;
+  }
+}
+
+async function pollUntil(fn, timeout = 5000, interval = 100) {
+  const end = Date.now() + timeout;
+  for (;;) {
+    const v = await fn();
+    if (v || Date.now() > end) return v;
+    await new Promise((r) => setTimeout(r, interval));
+  }
+}
+
+function luminance(rgb) {
+  const m = String(rgb).match(/\d+(\.\d+)?/g);
+  if (!m || m.length < 3) return NaN;
+  const [r, g, b] = m.slice(0, 3).map(Number);
+  return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+}
+
+// In-page: a short, greppable description of an element.
+const DESCRIBE_FN = `
+  (el) => {
+    let s = el.tagName.toLowerCase();
+    if (el.id) s += '#' + el.id;
+    const cls = typeof el.className === 'string' ? el.className : (el.className && el.className.baseVal) || '';
+    if (cls.trim()) s += '.' + cls.trim().split(/\\s+/).slice(0, 3).join('.');
+    let p = el.parentElement, chain = [];
+    while (p && chain.length < 3 && p !== document.body) {
+      let q = p.tagName.toLowerCase();
+      if (p.id) q += '#' + p.id;
+      else if (typeof p.className === 'string' && p.className.trim()) q += '.' + p.className.trim().split(/\\s+/)[0];
+      chain.unshift(q);
+      if (p.id) break;
+      p = p.parentElement;
+    }
+    const text = (el.textContent || '').replace(/\\s+/g, ' ').trim().slice(0, 50);
+    return (chain.length ? chain.join(' > ') + ' > ' : '') + s + (text ? ' "' + text + '"' : '');
+  }
+`;
+
+// ------------------------------------------------------------------------------------------------
+// The checks
+// ------------------------------------------------------------------------------------------------
+
+async function discover(siteDir) {
+  assert(fs.existsSync(path.join(siteDir, "index.html")), `${siteDir}/index.html does not exist`);
+  const chapters = [];
+  for (const ent of await fsp.readdir(siteDir, { withFileTypes: true })) {
+    if (!ent.isDirectory()) continue;
+    const f = path.join(siteDir, ent.name, "index.html");
+    if (!fs.existsSync(f)) continue;
+    const html = await fsp.readFile(f, "utf8");
+    if (/<article class="chapter"/.test(html)) chapters.push(ent.name);
+  }
+  chapters.sort();
+  return chapters;
+}
+
+async function main() {
+  const siteDir = process.argv[2];
+  if (!siteDir) {
+    console.error("usage: node tests/browser/run.mjs SITE_DIR");
+    process.exit(2);
+  }
+  if (!fs.existsSync(CHROMIUM)) {
+    console.error(
+      `error: ${CHROMIUM} not found. Install Debian's Chromium: apt-get install -y chromium ` +
+        `(or set CHROMIUM_PATH).`,
+    );
+    process.exit(2);
+  }
+  const root = path.resolve(siteDir);
+  const t0 = Date.now();
+
+  let server, browser;
+  let timedOut = false;
+  const cleanup = async () => {
+    if (browser) await browser.close().catch(() => {});
+    browser = null;
+    if (server) {
+      server.closeAllConnections?.();
+      await new Promise((r) => server.close(() => r()));
+    }
+    server = null;
+  };
+  const timer = setTimeout(async () => {
+    timedOut = true;
+    console.log(`not ok - global timeout: the run took longer than ${GLOBAL_TIMEOUT_MS / 1000}s`);
+    results.failed++;
+    printSummary();
+    await Promise.race([cleanup(), new Promise((r) => setTimeout(r, 10_000))]);
+    process.exit(1);
+  }, GLOBAL_TIMEOUT_MS);
+  for (const sig of ["SIGINT", "SIGTERM"]) {
+    process.on(sig, async () => {
+      await Promise.race([cleanup(), new Promise((r) => setTimeout(r, 5_000))]);
+      process.exit(130);
+    });
+  }
+
+  try {
+    const chapters = await discover(root);
+    const s = await startServer(root);
+    server = s.server;
+    const { origin, served } = s;
+    const base = origin + PREFIX;
+    const pageUrl = (slug) => (slug === "index" ? base : `${base}${slug}/`);
+    console.log(`# site ${root} served at ${base}`);
+    console.log(`# chapters: ${chapters.join(", ") || "(none)"}`);
+
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      headless: true,
+      args: LAUNCH_ARGS,
+      timeout: 60_000,
+    });
+    console.log(`# chromium ${browser.version()}, playwright-core ${await playwrightVersion()}`);
+
+    const newContext = async (opts = {}) => {
+      const ctx = await browser.newContext({ viewport: DESKTOP, colorScheme: "light", ...opts });
+      ctx.setDefaultTimeout(15_000);
+      ctx.setDefaultNavigationTimeout(20_000);
+      return ctx;
+    };
+
+    // -------- server self-check: sub-path routing and content types
+    await check("server: /series/ sub-path routing and content types", async () => {
+      const get = (p) =>
+        new Promise((resolve, reject) => {
+          const req = http.get(origin + p, (res) => {
+            res.resume();
+            res.on("end", () => resolve({ status: res.statusCode, type: res.headers["content-type"] || "", loc: res.headers.location }));
+          });
+          req.on("error", reject);
+        });
+      const expect = async (p, status, typeRe) => {
+        const r = await get(p);
+        assert(r.status === status, `GET ${p}: HTTP ${r.status}, expected ${status}`);
+        if (typeRe) assert(typeRe.test(r.type), `GET ${p}: Content-Type "${r.type}" does not match ${typeRe}`);
+        return r;
+      };
+      await expect("/", 404);
+      await expect("/index.html", 404);
+      await expect("/style.css", 404);
+      const r = await expect("/series", 301);
+      assert(r.loc === PREFIX, `/series redirects to ${r.loc}`);
+      await expect("/series/../index.html", 404);
+      await expect(PREFIX, 200, /^text\/html/);
+      await expect(`${PREFIX}style.css`, 200, /^text\/css/);
+      await expect(`${PREFIX}attnbook.js`, 200, /^text\/javascript/);
+      await expect(`${PREFIX}favicon.svg`, 200, /^image\/svg\+xml/);
+      await expect(`${PREFIX}atom.xml`, 200, /^application\/atom\+xml/);
+      await expect(`${PREFIX}sitemap.xml`, 200, /^application\/xml/);
+      await expect(`${PREFIX}katex/fonts/KaTeX_Main-Regular.woff2`, 200, /^font\/woff2$/);
+      if (chapters.length) {
+        const c = chapters[0];
+        await expect(`${PREFIX}${c}/`, 200, /^text\/html/);
+        const red = await expect(`${PREFIX}${c}`, 301);
+        assert(red.loc === `${PREFIX}${c}/`, `${PREFIX}${c} redirects to ${red.loc}`);
+      }
+      await expect(`${PREFIX}no-such-page/`, 404, /^text\/html/);
+    });
+
+    await check("pages: the index links every chapter, under /series/", async () => {
+      assert(chapters.length > 0, "no chapter pages (no <slug>/index.html with article.chapter) in the site");
+      const ctx = await newContext();
+      try {
+        const page = await ctx.newPage();
+        await goto(page, base);
+        const links = await page.evaluate(() =>
+          [...document.querySelectorAll("main a[href]")].map((a) => new URL(a.href).pathname),
+        );
+        const missing = chapters.filter((c) => !links.includes(`/series/${c}/`));
+        assert(missing.length === 0, `the index does not link ${missing.map((c) => `/series/${c}/`).join(", ")}`);
+      } finally {
+        await ctx.close();
+      }
+    });
+
+    // -------- (a) load, (b) math, (c) charts, plus link collection, on a 1280px viewport
+    const linkReport = { pages: {}, urls: new Map() }; // pathname -> ids ; url -> [from pages]
+    const cjkInCharts = [];
+    {
+      const ctx = await newContext();
+      try {
+        for (const slug of ["index", ...chapters]) {
+          const url = pageUrl(slug);
+          const page = await ctx.newPage();
+          const problems = watch(page);
+          let loaded = false;
+          await check(`load ${slug}: HTTP 200, no console errors, no failed requests`, async () => {
+            await goto(page, url);
+            await page.waitForTimeout(200); // late errors from deferred scripts
+            loaded = true;
+            assert(problems.length === 0, problems.join("; "));
+          });
+          if (!loaded) {
+            await page.close();
+            continue;
+          }
+
+          // Links and resources: everything that points at the deployment host stays under /series/.
+          const refs = await page.evaluate(() => {
+            const out = [];
+            for (const el of document.querySelectorAll("[href], [src]")) {
+              const attr = el.hasAttribute("href") ? "href" : "src";
+              const raw = el.getAttribute(attr);
+              if (!raw || raw.startsWith("data:") || raw.startsWith("mailto:") || raw.startsWith("javascript:")) continue;
+              try {
+                out.push({ tag: el.tagName.toLowerCase(), raw, abs: new URL(raw, document.baseURI).href });
+              } catch {
+                out.push({ tag: el.tagName.toLowerCase(), raw, abs: null });
+              }
+            }
+            return { out, ids: [...document.querySelectorAll("[id]")].map((e) => e.id) };
+          });
+          linkReport.pages[new URL(url).pathname] = new Set(refs.ids);
+          for (const r of refs.out) {
+            if (!linkReport.urls.has(r.abs ?? r.raw)) linkReport.urls.set(r.abs ?? r.raw, { ...r, from: [] });
+            linkReport.urls.get(r.abs ?? r.raw).from.push(slug);
+          }
+
+          if (slug !== "index") {
+            await check(`math ${slug}: KaTeX rendered, visible, fonts loaded, no raw TeX`, async () => {
+              const m = await page.evaluate(
+                ({ describe }) => {
+                  const describeEl = eval(describe);
+                  const visible = (el) => {
+                    const r = el.getBoundingClientRect();
+                    return r.width > 0 && r.height > 0;
+                  };
+                  const inClosedDetails = (el) => {
+                    for (let p = el.parentElement; p; p = p.parentElement)
+                      if (p.tagName === "DETAILS" && !p.open) return true;
+                    return false;
+                  };
+                  const katex = [...document.querySelectorAll(".katex")].filter((e) => !inClosedDetails(e));
+                  const invisible = katex.filter((e) => !visible(e));
+                  const displays = [...document.querySelectorAll("div.math-display")].filter((e) => !inClosedDetails(e));
+                  const invisibleDisplays = displays.filter((e) => !visible(e) || !e.querySelector(".katex-display"));
+                  // With KaTeX's CSS applied, the MathML copy is clipped to 1px.
+                  const mathmlShown = [...document.querySelectorAll(".katex .katex-mathml")].filter((e) => {
+                    const r = e.getBoundingClientRect();
+                    return r.width > 2 || r.height > 2;
+                  });
+                  const errors = [...document.querySelectorAll(".katex-error, .math-error")].map(describeEl);
+                  // Visible prose text (not code, not math) must hold no unrendered TeX.
+                  const raw = [];
+                  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+                  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+                    const p = n.parentElement;
+                    if (!p || p.closest("pre, code, script, style, .katex, svg, textarea")) continue;
+                    const t = n.nodeValue;
+                    if (!t.includes("$") && !/\\[a-zA-Z]+/.test(t)) continue;
+                    if (!p.checkVisibility()) continue;
+                    if (t.includes("$$") || /\$[^$]*\\[a-zA-Z]+/.test(t) || /\\(frac|sum|sqrt|mathrm|mathbf|left|right|begin|end|operatorname|top|cdot|times)\b/.test(t))
+                      raw.push(describeEl(p) + " :: " + t.trim().slice(0, 60));
+                  }
+                  const family = (f) => f.family.replace(/["']/g, "");
+                  const faces = [...document.fonts];
+                  const loadedFaces = faces.filter((f) => family(f).startsWith("KaTeX_") && f.status === "loaded").map((f) => `${family(f)}/${f.style}/${f.weight}`);
+                  const errorFaces = faces.filter((f) => family(f).startsWith("KaTeX_") && f.status === "error").map((f) => `${family(f)}/${f.style}/${f.weight}`);
+                  const sample = document.querySelector(".katex .mathnormal");
+                  return {
+                    total: katex.length,
+                    visible: katex.length - invisible.length,
+                    invisible: invisible.slice(0, 3).map(describeEl),
+                    displays: displays.length,
+                    invisibleDisplays: invisibleDisplays.slice(0, 3).map(describeEl),
+                    mathmlShown: mathmlShown.length,
+                    errors: errors.slice(0, 3),
+                    raw: raw.slice(0, 3),
+                    checkMain: document.fonts.check("16px KaTeX_Main"),
+                    checkMath: document.fonts.check("italic 16px KaTeX_Math"),
+                    loadedFaces,
+                    errorFaces,
+                    sampleFont: sample ? getComputedStyle(sample).fontFamily : null,
+                  };
+                },
+                { describe: DESCRIBE_FN },
+              );
+              const bad = [];
+              if (m.visible < MIN_VISIBLE_KATEX)
+                bad.push(`only ${m.visible} visible .katex elements (need >= ${MIN_VISIBLE_KATEX}; ${m.total} in the DOM)`);
+              if (m.invisible.length)
+                bad.push(`${m.total - m.visible} .katex elements with an empty bounding box, e.g. ${m.invisible.join("; ")}`);
+              if (m.displays === 0) bad.push("no div.math-display on the page");
+              if (m.invisibleDisplays.length) bad.push(`display math not rendered/visible: ${m.invisibleDisplays.join("; ")}`);
+              if (m.mathmlShown) bad.push(`${m.mathmlShown} .katex-mathml copies are visible (KaTeX CSS not applied)`);
+              if (m.errors.length) bad.push(`KaTeX error boxes: ${m.errors.join("; ")}`);
+              if (m.raw.length) bad.push(`raw TeX in the visible text: ${m.raw.join("; ")}`);
+              if (!m.checkMain || !m.checkMath) bad.push("document.fonts.check() is false for KaTeX_Main / KaTeX_Math");
+              if (!m.loadedFaces.some((f) => f.startsWith("KaTeX_Main/")))
+                bad.push(`KaTeX_Main was never loaded (loaded faces: ${m.loadedFaces.join(", ") || "none"})`);
+              if (!m.loadedFaces.some((f) => f.startsWith("KaTeX_Math/")))
+                bad.push(`KaTeX_Math was never loaded (loaded faces: ${m.loadedFaces.join(", ") || "none"})`);
+              if (m.errorFaces.length) bad.push(`KaTeX fonts failed to load: ${m.errorFaces.join(", ")}`);
+              if (m.sampleFont && !/KaTeX_Math/.test(m.sampleFont)) bad.push(`.katex .mathnormal uses font-family ${m.sampleFont}`);
+              assert(bad.length === 0, bad.join("; "));
+            });
+
+            await check(`charts ${slug}: SVG figures and tables visible`, async () => {
+              const c = await page.evaluate(
+                ({ describe, cjkSource }) => {
+                  const describeEl = eval(describe);
+                  const cjk = new RegExp(cjkSource);
+                  const visible = (el) => {
+                    const r = el.getBoundingClientRect();
+                    return r.width > 0 && r.height > 0;
+                  };
+                  const figures = [...document.querySelectorAll("figure.lab-figure")];
+                  const svgs = [...document.querySelectorAll("figure.lab-figure svg")].filter(
+                    (s) => !s.parentElement.closest("svg"), // outermost svg only
+                  );
+                  const problems = [];
+                  const cjkTexts = [];
+                  for (const f of figures) if (!f.querySelector("svg")) problems.push(`${describeEl(f)} has no <svg>`);
+                  for (const s of svgs) {
+                    const r = s.getBoundingClientRect();
+                    if (!(r.width > 0 && r.height > 0)) problems.push(`${describeEl(s.closest("figure"))}: svg has a ${r.width}x${r.height} box`);
+                    const texts = [...s.querySelectorAll("text")];
+                    if (!texts.length) problems.push(`${describeEl(s.closest("figure"))}: svg has no <text>`);
+                    else if (!texts.some(visible)) problems.push(`${describeEl(s.closest("figure"))}: no <text> has a box`);
+                    for (const t of texts) if (cjk.test(t.textContent) && visible(t)) cjkTexts.push(t.textContent.trim());
+                  }
+                  const tables = [...document.querySelectorAll("figure.lab-table table")];
+                  for (const t of tables) if (!visible(t) || !t.querySelector("td, th")) problems.push(`${describeEl(t.closest("figure"))}: table not visible`);
+                  return { figures: figures.length, svgs: svgs.length, tables: tables.length, problems, cjkTexts: cjkTexts.slice(0, 3) };
+                },
+                { describe: DESCRIBE_FN, cjkSource: CJK.source },
+              );
+              if (c.cjkTexts.length) cjkInCharts.push(`${slug}: ${c.cjkTexts.join(" / ")}`);
+              assert(c.figures > 0 || c.tables > 0, "no figure.lab-figure or figure.lab-table on the page");
+              assert(c.problems.length === 0, c.problems.slice(0, 5).join("; "));
+            });
+          }
+          await page.close();
+        }
+      } finally {
+        await ctx.close();
+      }
+    }
+
+    await check("charts: SVG <text> with Chinese characters renders on at least one page", async () => {
+      assert(cjkInCharts.length > 0, "no visible <text> with CJK characters in any figure.lab-figure svg");
+    });
+
+    await check("links: every page's links and resources stay under /series/ and resolve", async () => {
+      const bad = [];
+      const deployHost = "127.0.0.1"; // run.sh builds with --base-url http://127.0.0.1/series/
+      const toFetch = new Map();
+      for (const [key, r] of linkReport.urls) {
+        if (!r.abs) {
+          bad.push(`unparsable ${r.tag} URL "${r.raw}" on ${r.from[0]}`);
+          continue;
+        }
+        const u = new URL(r.abs);
+        if (u.protocol !== "http:" && u.protocol !== "https:") continue;
+        if (u.hostname !== deployHost) continue; // external link
+        if (!u.pathname.startsWith(PREFIX)) {
+          bad.push(`${r.tag} "${r.raw}" on ${r.from[0]} points outside ${PREFIX}`);
+          continue;
+        }
+        const local = new URL(u.pathname, origin).href;
+        if (!toFetch.has(local)) toFetch.set(local, { ...r, hash: u.hash, path: u.pathname, froms: new Set() });
+        if (u.hash) toFetch.get(local).hashes = [...(toFetch.get(local).hashes || []), { hash: u.hash, from: r.from[0] }];
+        r.from.forEach((f) => toFetch.get(local).froms.add(f));
+        void key;
+      }
+      const ctx = await newContext();
+      try {
+        for (const [local, r] of toFetch) {
+          const resp = await ctx.request.get(local, { maxRedirects: 0 });
+          if (resp.status() !== 200) bad.push(`${r.tag} "${r.raw}" on ${[...r.froms][0]}: HTTP ${resp.status()}`);
+          const ids = linkReport.pages[r.path];
+          for (const h of r.hashes || []) {
+            const id = decodeURIComponent(h.hash.slice(1));
+            if (ids && id && !ids.has(id)) bad.push(`link to ${r.path}${h.hash} on ${h.from}: no element with that id`);
+          }
+        }
+      } finally {
+        await ctx.close();
+      }
+      assert(toFetch.size > 0, "no links or resources under /series/ found (was the site built with --base-url http://127.0.0.1/series/?)");
+      assert(bad.length === 0, bad.slice(0, 8).join("; ") + (bad.length > 8 ? `; ... ${bad.length - 8} more` : ""));
+    });
+
+    await check("fonts: KaTeX woff2 files were served as font/woff2", async () => {
+      const fonts = served.filter((s) => /\/katex\/fonts\/.*\.woff2$/.test(s.path));
+      assert(fonts.length > 0, "the browser never requested a KaTeX font");
+      const bad = fonts.filter((s) => s.status !== 200 || s.type !== "font/woff2");
+      assert(bad.length === 0, bad.map((s) => `${s.path}: ${s.status} ${s.type}`).join("; "));
+    });
+
+    await check("feeds: atom.xml and sitemap.xml parse and list every chapter under /series/", async () => {
+      const ctx = await newContext();
+      try {
+        const page = await ctx.newPage();
+        await goto(page, base);
+        const r = await page.evaluate(async () => {
+          const parse = async (p) => {
+            const resp = await fetch(p);
+            const text = await resp.text();
+            const doc = new DOMParser().parseFromString(text, "application/xml");
+            return { status: resp.status, type: resp.headers.get("content-type"), doc, error: doc.querySelector("parsererror")?.textContent };
+          };
+          const atom = await parse("atom.xml");
+          const sitemap = await parse("sitemap.xml");
+          return {
+            atom: { status: atom.status, error: atom.error, root: atom.doc.documentElement.localName, links: [...atom.doc.getElementsByTagName("entry")].map((e) => e.getElementsByTagName("link")[0]?.getAttribute("href")) },
+            sitemap: { status: sitemap.status, error: sitemap.error, root: sitemap.doc.documentElement.localName, locs: [...sitemap.doc.getElementsByTagName("loc")].map((l) => l.textContent.trim()) },
+          };
+        });
+        const bad = [];
+        if (r.atom.status !== 200 || r.atom.error || r.atom.root !== "feed") bad.push(`atom.xml: HTTP ${r.atom.status}, root <${r.atom.root}>, ${r.atom.error || ""}`);
+        if (r.sitemap.status !== 200 || r.sitemap.error || r.sitemap.root !== "urlset") bad.push(`sitemap.xml: HTTP ${r.sitemap.status}, root <${r.sitemap.root}>, ${r.sitemap.error || ""}`);
+        const paths = (list) => list.filter(Boolean).map((u) => new URL(u, base).pathname);
+        const atomPaths = paths(r.atom.links);
+        const sitemapPaths = paths(r.sitemap.locs);
+        for (const c of chapters) {
+          if (!atomPaths.includes(`${PREFIX}${c}/`)) bad.push(`atom.xml has no entry linking ${PREFIX}${c}/`);
+          if (!sitemapPaths.includes(`${PREFIX}${c}/`)) bad.push(`sitemap.xml has no <loc> for ${PREFIX}${c}/`);
+        }
+        const outside = [...atomPaths, ...sitemapPaths].filter((p) => !p.startsWith(PREFIX));
+        if (outside.length) bad.push(`URLs outside ${PREFIX}: ${outside.slice(0, 3).join(", ")}`);
+        assert(bad.length === 0, bad.join("; "));
+      } finally {
+        await ctx.close();
+      }
+    });
+
+    // -------- (d) theme toggle
+    const themeSlug = chapters.includes("luong") ? "luong" : chapters[0];
+    await check("theme: button.theme-toggle switches html[data-theme] and the background, and survives a reload", async () => {
+      assert(themeSlug, "no chapter page");
+      const state = (page) =>
+        settle(page, () => ({
+          theme: document.documentElement.getAttribute("data-theme"),
+          bg: getComputedStyle(document.body).backgroundColor,
+          stored: (() => {
+            try {
+              return localStorage.getItem("attnbook-theme");
+            } catch {
+              return "(no storage)";
+            }
+          })(),
+          label: document.querySelector("button.theme-toggle")?.textContent.trim(),
+        }));
+      for (const scheme of ["light", "dark"]) {
+        const ctx = await newContext({ colorScheme: scheme });
+        try {
+          const page = await ctx.newPage();
+          const problems = watch(page);
+          await goto(page, pageUrl(themeSlug));
+          const button = page.locator("header button.theme-toggle").first();
+          assert(await button.isVisible(), `[${scheme} system] button.theme-toggle is not visible (still hidden: attnbook.js not run?)`);
+          const s0 = await state(page);
+          assert(s0.theme === null, `[${scheme} system] data-theme is "${s0.theme}" on a first visit`);
+          const l0 = luminance(s0.bg);
+          assert(scheme === "light" ? l0 > 128 : l0 < 128, `[${scheme} system] auto theme gives body background ${s0.bg}`);
+
+          await button.click();
+          const s1 = await state(page);
+          const want = scheme === "light" ? "dark" : "light";
+          assert(s1.theme === want, `[${scheme} system] after one click data-theme is "${s1.theme}", expected "${want}"`);
+          assert(s1.bg !== s0.bg, `[${scheme} system] body background stayed ${s0.bg} after the click`);
+          const l1 = luminance(s1.bg);
+          assert(want === "dark" ? l1 < 128 : l1 > 128, `[${scheme} system] data-theme=${want} but body background is ${s1.bg}`);
+          assert(s1.stored === want, `[${scheme} system] localStorage attnbook-theme is "${s1.stored}", expected "${want}"`);
+          assert(s1.label !== s0.label, `[${scheme} system] button label did not change ("${s1.label}")`);
+
+          await page.reload({ waitUntil: "load" });
+          const s2 = await state(page);
+          assert(s2.theme === want && s2.bg === s1.bg, `[${scheme} system] after reload: data-theme "${s2.theme}", background ${s2.bg} (before reload: "${want}", ${s1.bg})`);
+
+          // Another page of the site gets the same choice.
+          await goto(page, base);
+          const s3 = await state(page);
+          assert(s3.theme === want && s3.bg === s1.bg, `[${scheme} system] on the index: data-theme "${s3.theme}", background ${s3.bg}`);
+
+          // The cycle comes back to auto: the other explicit theme, then auto (key removed).
+          await page.locator("header button.theme-toggle").first().click();
+          const s4 = await state(page);
+          assert(s4.theme === scheme, `[${scheme} system] second click gives data-theme "${s4.theme}", expected "${scheme}"`);
+          await page.locator("header button.theme-toggle").first().click();
+          const s5 = await state(page);
+          assert(s5.theme === null && s5.stored === null, `[${scheme} system] third click gives data-theme "${s5.theme}", stored "${s5.stored}", expected auto`);
+          assert(s5.bg === s0.bg, `[${scheme} system] back on auto the background is ${s5.bg}, was ${s0.bg}`);
+          assert(problems.length === 0, problems.join("; "));
+        } finally {
+          await ctx.close();
+        }
+      }
+    });
+
+    // -------- (e) table of contents
+    const tocSlug = await (async () => {
+      // The chapter with the most TOC entries: the most room to scroll.
+      let best = chapters[0], bestN = -1;
+      for (const c of chapters) {
+        const html = await fsp.readFile(path.join(root, c, "index.html"), "utf8");
+        const aside = html.split('<aside class="toc-sidebar"')[1] || "";
+        const n = (aside.split("</aside>")[0].match(/<a /g) || []).length;
+        if (n > bestN) [best, bestN] = [c, n];
+      }
+      return best;
+    })();
+
+    const headingInView = (id) => {
+      const el = document.getElementById(id);
+      if (!el) return null;
+      const r = el.getBoundingClientRect();
+      const maxScroll = document.documentElement.scrollHeight - window.innerHeight;
+      return { top: Math.round(r.top), bottom: Math.round(r.bottom), y: Math.round(window.scrollY), atEnd: window.scrollY >= maxScroll - 2, hash: location.hash, vh: window.innerHeight };
+    };
+    const assertScrolledTo = (v, id, label) => {
+      assert(v, `${label}: no element with id "${id}"`);
+      assert(decodeURIComponent(v.hash) === `#${id}`, `${label}: location.hash is "${v.hash}", expected "#${id}"`);
+      const nearTop = v.top >= -2 && v.top <= 150;
+      const visibleAtEnd = v.atEnd && v.top >= 0 && v.bottom <= v.vh;
+      assert(nearTop || visibleAtEnd, `${label}: heading #${id} is at top=${v.top}px after the click (scrollY=${v.y}), expected near the viewport top`);
+    };
+
+    await check(`toc ${tocSlug} at 1280px: sticky sidebar; a click scrolls to the heading and sets the hash`, async () => {
+      assert(tocSlug, "no chapter page");
+      const ctx = await newContext({ viewport: DESKTOP });
+      try {
+        const page = await ctx.newPage();
+        const problems = watch(page);
+        await goto(page, pageUrl(tocSlug));
+        const sidebar = page.locator("aside.toc-sidebar nav.toc");
+        assert((await sidebar.count()) === 1, "no aside.toc-sidebar nav.toc");
+        assert(await sidebar.isVisible(), "aside.toc-sidebar nav.toc is not visible at 1280px");
+        assert(!(await page.locator("details.toc-inline").isVisible()), "details.toc-inline is visible at 1280px (expected only the sidebar)");
+        const pos = await page.evaluate(() => getComputedStyle(document.querySelector("aside.toc-sidebar")).position);
+        assert(pos === "sticky" || pos === "fixed", `aside.toc-sidebar has position: ${pos}`);
+
+        const sidebarBox = () => {
+          const r = document.querySelector("aside.toc-sidebar").getBoundingClientRect();
+          return { top: Math.round(r.top), bottom: Math.round(r.bottom), y: Math.round(window.scrollY), vh: window.innerHeight, sh: document.documentElement.scrollHeight };
+        };
+        for (const frac of [0.5, 0.9]) {
+          await page.evaluate((f) => window.scrollTo({ top: (document.documentElement.scrollHeight - window.innerHeight) * f, behavior: "instant" }), frac);
+          const b = await settle(page, sidebarBox);
+          assert(b.y > b.vh, `the page did not scroll (scrollY=${b.y}, scrollHeight=${b.sh})`);
+          assert(b.top >= 0 && b.top < b.vh * 0.25 && b.bottom > b.top, `after scrolling to ${Math.round(frac * 100)}% (scrollY=${b.y}) the sidebar TOC box is at top=${b.top}, bottom=${b.bottom} (viewport ${b.vh}px): not sticky`);
+        }
+        await page.evaluate(() => window.scrollTo({ top: 0, behavior: "instant" }));
+
+        const links = await page.evaluate(() =>
+          [...document.querySelectorAll("aside.toc-sidebar nav.toc a[href^='#']")].map((a) => a.getAttribute("href")),
+        );
+        assert(links.length >= 2, `only ${links.length} TOC links`);
+        const href = links[Math.floor(links.length / 2)];
+        const id = decodeURIComponent(href.slice(1));
+        await page.locator(`aside.toc-sidebar nav.toc a[href="${href}"]`).click();
+        await pollUntil(async () => (await page.evaluate(() => location.hash)) === href);
+        const v = await settle(page, headingInView, id);
+        assertScrolledTo(v, id, `click on sidebar link ${href}`);
+        // The sidebar is still in view after the jump.
+        const b = await page.evaluate(sidebarBox);
+        assert(b.top >= 0 && b.top < b.vh, `after the jump the sidebar is at top=${b.top}`);
+        assert(problems.length === 0, problems.join("; "));
+      } finally {
+        await ctx.close();
+      }
+    });
+
+    await check(`toc ${tocSlug} at 390px: details.toc-inline shown, sidebar hidden, links work`, async () => {
+      const ctx = await newContext({ viewport: NARROW, isMobile: true, hasTouch: true, deviceScaleFactor: 2 });
+      try {
+        const page = await ctx.newPage();
+        await goto(page, pageUrl(tocSlug));
+        const inline = page.locator("details.toc-inline");
+        assert((await inline.count()) === 1, "no details.toc-inline");
+        assert(await inline.isVisible(), "details.toc-inline is not visible at 390px");
+        assert(!(await page.locator("aside.toc-sidebar").isVisible()), "aside.toc-sidebar is visible at 390px");
+        await inline.locator("summary").click();
+        assert(await page.evaluate(() => document.querySelector("details.toc-inline").open), "tapping the summary did not open details.toc-inline");
+        const links = await inline.locator("a[href^='#']").evaluateAll((as) => as.map((a) => a.getAttribute("href")));
+        assert(links.length >= 2, `only ${links.length} links in the inline TOC`);
+        const href = links[Math.floor(links.length / 2)];
+        const id = decodeURIComponent(href.slice(1));
+        await inline.locator(`a[href="${href}"]`).click();
+        await pollUntil(async () => (await page.evaluate(() => location.hash)) === href);
+        assertScrolledTo(await settle(page, headingInView, id), id, `tap on inline TOC link ${href}`);
+      } finally {
+        await ctx.close();
+      }
+    });
+
+    // -------- (f) phone width, screenshots
+    await fsp.mkdir(SCREENSHOT_DIR, { recursive: true });
+    const shotSlug = chapters.includes("scaled-dot-product") ? "scaled-dot-product" : chapters[0];
+    {
+      const ctx = await newContext({ viewport: PHONE, deviceScaleFactor: 2, isMobile: true, hasTouch: true });
+      try {
+        for (const slug of ["index", ...chapters, "404"]) {
+          await check(`phone ${slug}: no horizontal scroll at 360x800`, async () => {
+            const page = await ctx.newPage();
+            try {
+              await goto(page, slug === "404" ? `${base}404.html` : pageUrl(slug));
+              const o = await page.evaluate(
+                ({ describe, width }) => {
+                  const describeEl = eval(describe);
+                  const de = document.documentElement;
+                  const vw = Math.min(window.innerWidth, width);
+                  const res = { scrollWidth: de.scrollWidth, bodyScrollWidth: document.body.scrollWidth, innerWidth: window.innerWidth, clientWidth: de.clientWidth, culprits: [] };
+                  if (de.scrollWidth <= vw && document.body.scrollWidth <= vw && window.innerWidth <= width) return res;
+                  // Find what sticks out: elements past the right edge that no scrolling/clipping box
+                  // contains; a formula is reported whole (with its TeX), a box by its outermost element.
+                  const clipped = (el) => {
+                    for (let p = el.parentElement; p && p !== document.body && p !== de; p = p.parentElement)
+                      if (getComputedStyle(p).overflowX !== "visible") return true;
+                    return false;
+                  };
+                  const out = (el) => {
+                    const r = el.getBoundingClientRect();
+                    return (r.width > 0 || r.height > 0) && (r.right > vw + 0.5 || r.left < -0.5);
+                  };
+                  const section = (el) => {
+                    let id = null;
+                    for (const h of document.querySelectorAll("main h2[id], main h3[id]"))
+                      if (h.compareDocumentPosition(el) & Node.DOCUMENT_POSITION_FOLLOWING) id = h.id;
+                    return id ? `in section #${id}` : "before the first section";
+                  };
+                  const seen = new Set();
+                  for (const el of document.body.querySelectorAll("*")) {
+                    if (el.closest(".katex-mathml") || !out(el) || clipped(el)) continue;
+                    const unit = el.closest(".katex") || el;
+                    if (seen.has(unit)) continue;
+                    seen.add(unit);
+                    const parent = unit.parentElement;
+                    if (parent && parent !== document.body && out(parent) && !clipped(parent)) continue; // report the outermost
+                    const r = unit.getBoundingClientRect();
+                    const box = `[left ${Math.round(r.left)}px, right ${Math.round(r.right)}px, width ${Math.round(r.width)}px]`;
+                    if (unit.classList.contains("katex")) {
+                      const tex = (unit.querySelector("annotation")?.textContent || "?").trim();
+                      const block = unit.closest("p, li, td, th, h1, h2, h3, h4, figcaption, blockquote, dd, dt") || unit.parentElement;
+                      const prev = unit.previousSibling ? (unit.previousSibling.textContent || "").replace(/\s+/g, " ").slice(-12) : "";
+                      res.culprits.push(`inline formula $${tex}$ in ${block.tagName.toLowerCase()} ${section(unit)} (after "${prev}") ${box}`);
+                    } else {
+                      res.culprits.push(`${describeEl(unit)} ${section(unit)} ${box}`);
+                    }
+                  }
+                  if (!res.culprits.length) {
+                    // Nothing has a box past the edge: look for content overflowing a box that does not scroll.
+                    for (const el of document.body.querySelectorAll("*")) {
+                      if (el.closest(".katex") || clipped(el)) continue;
+                      if (getComputedStyle(el).overflowX === "visible" && el.clientWidth > 0 && el.scrollWidth > el.clientWidth + 1)
+                        res.culprits.push(`${describeEl(el)} ${section(el)} [scrollWidth ${el.scrollWidth}px > clientWidth ${el.clientWidth}px]`);
+                    }
+                    res.culprits = res.culprits.slice(-6); // the innermost ones come last
+                  }
+                  return res;
+                },
+                { describe: DESCRIBE_FN, width: PHONE.width },
+              );
+              if (slug === shotSlug) {
+                await page.screenshot({ path: path.join(SCREENSHOT_DIR, `phone-${slug}.png`), fullPage: true });
+              }
+              assert(
+                o.scrollWidth <= PHONE.width && o.bodyScrollWidth <= PHONE.width && o.innerWidth <= PHONE.width,
+                `document scrollWidth ${o.scrollWidth}px / body ${o.bodyScrollWidth}px / innerWidth ${o.innerWidth}px > ${PHONE.width}px; ` +
+                  `sticking out: ${o.culprits.slice(0, 6).join("; ") || "(no single element found)"}` +
+                  (o.culprits.length > 6 ? `; ... ${o.culprits.length - 6} more` : ""),
+              );
+            } finally {
+              await page.close();
+            }
+          });
+        }
+      } finally {
+        await ctx.close();
+      }
+    }
+
+    await check(`screenshots: phone-${shotSlug}.png (360px) and desktop-${shotSlug}.png (1280px) written`, async () => {
+      const ctx = await newContext({ viewport: DESKTOP });
+      try {
+        const page = await ctx.newPage();
+        await goto(page, pageUrl(shotSlug));
+        await page.screenshot({ path: path.join(SCREENSHOT_DIR, `desktop-${shotSlug}.png`), fullPage: true });
+        await page.screenshot({ path: path.join(SCREENSHOT_DIR, `desktop-${shotSlug}-top.png`) });
+      } finally {
+        await ctx.close();
+      }
+      for (const f of [`phone-${shotSlug}.png`, `desktop-${shotSlug}.png`]) {
+        const st = await statOrNull(path.join(SCREENSHOT_DIR, f));
+        assert(st && st.size > 10_000, `${f} missing or suspiciously small`);
+      }
+    });
+
+    // -------- (g) search
+    await check(`search: Chinese queries (${SEARCH_QUERIES.join(", ")}) return results`, async () => {
+      const ctx = await newContext({ viewport: DESKTOP });
+      try {
+        const page = await ctx.newPage();
+        const problems = watch(page);
+        const startSlug = chapters[0] || "index";
+        await goto(page, pageUrl(startSlug));
+        if ((await page.locator("input.site-search").count()) === 0) {
+          await goto(page, base);
+          if ((await page.locator("input.site-search").count()) === 0)
+            throw new Skip("no input.site-search on the pages (search not integrated yet)");
+        }
+        const startUrl = page.url();
+        const bad = [];
+        for (const q of SEARCH_QUERIES) {
+          if (page.url() !== startUrl) await goto(page, startUrl);
+          const input = page.locator("input.site-search").first();
+          assert(await input.isVisible(), "input.site-search exists but is not visible at 1280px");
+          await input.click();
+          await input.fill(q);
+          const results = page.locator("ul.search-results > li > a");
+          let n = await pollUntil(async () => (await results.count()) > 0 && (await results.first().isVisible()), 5000);
+          if (!n) {
+            // A form-style search: submit and look for results on the resulting page.
+            await input.press("Enter");
+            await page.waitForLoadState("load");
+            n = await pollUntil(async () => (await results.count()) > 0 && (await results.first().isVisible()), 5000);
+          }
+          if (!n) {
+            bad.push(`"${q}" gives no visible ul.search-results > li > a (count ${await results.count()})`);
+            continue;
+          }
+          const first = await results.first().evaluate((a) => ({ href: a.href, text: a.textContent.trim() }));
+          const u = new URL(first.href);
+          if (u.origin !== origin || !u.pathname.startsWith(PREFIX)) {
+            bad.push(`"${q}": first result "${first.text}" links ${first.href}, not under ${origin}${PREFIX}`);
+            continue;
+          }
+          const [resp] = await Promise.all([page.waitForNavigation({ waitUntil: "load" }).catch(() => null), results.first().click()]);
+          if (!resp || resp.status() !== 200) bad.push(`"${q}": clicking the first result "${first.text}" gave ${resp ? `HTTP ${resp.status()}` : "no navigation"}`);
+        }
+        if (problems.length) bad.push(problems.join("; "));
+        assert(bad.length === 0, bad.join("; "));
+      } finally {
+        await ctx.close();
+      }
+    });
+
+    // -------- (h) 404
+    await check("404: a missing page under /series/ gets 404.html with the site header", async () => {
+      const ctx = await newContext({ viewport: DESKTOP });
+      try {
+        const page = await ctx.newPage();
+        const problems = watch(page);
+        const missing = `${base}no-such-chapter/deeper/`;
+        await goto(page, missing, 404);
+        const r = await page.evaluate(() => {
+          const header = document.querySelector("header.site-header");
+          const title = header && header.querySelector("a.site-title");
+          const hr = header && header.getBoundingClientRect();
+          return {
+            header: !!header,
+            headerBox: hr ? [Math.round(hr.width), Math.round(hr.height)] : null,
+            titleText: title ? title.textContent.trim() : null,
+            titlePath: title ? new URL(title.href).pathname : null,
+            h1: document.querySelector("main h1")?.textContent.trim() || null,
+            bodyMargin: getComputedStyle(document.body).marginTop,
+            toggleVisible: !!document.querySelector("button.theme-toggle:not([hidden])"),
+          };
+        });
+        const bad = [];
+        if (!r.header) bad.push("no header.site-header");
+        else if (!(r.headerBox[0] > 0 && r.headerBox[1] > 0)) bad.push(`header.site-header has a ${r.headerBox.join("x")} box`);
+        if (!r.titleText) bad.push("no a.site-title text in the header");
+        if (r.titlePath !== PREFIX) bad.push(`a.site-title links ${r.titlePath}, expected ${PREFIX}`);
+        if (!r.h1) bad.push("no h1 in main");
+        if (r.bodyMargin !== "0px") bad.push(`body margin is ${r.bodyMargin}: style.css not applied at a nested missing path`);
+        if (!r.toggleVisible) bad.push("theme toggle still hidden: attnbook.js not run at a nested missing path");
+        const others = problems.filter((p) => !p.includes(missing) && !/status of 404/.test(p));
+        if (others.length) bad.push(others.join("; "));
+        assert(bad.length === 0, bad.join("; "));
+      } finally {
+        await ctx.close();
+      }
+    });
+  } catch (e) {
+    if (!timedOut) {
+      results.failed++;
+      console.log(`not ok - harness: ${oneLine(e && e.stack ? e.stack : e)}`);
+    }
+  } finally {
+    clearTimeout(timer);
+    await cleanup();
+  }
+  if (timedOut) return;
+  console.log(`# ${((Date.now() - t0) / 1000).toFixed(1)}s; screenshots in ${path.relative(process.cwd(), SCREENSHOT_DIR) || "."}`);
+  printSummary();
+  process.exit(results.failed ? 1 : 0);
+}
+
+function printSummary() {
+  const parts = [`${results.passed} passed`, `${results.failed} failed`];
+  if (results.skipped) parts.push(`${results.skipped} skipped`);
+  console.log(parts.join(", "));
+}
+
+async function playwrightVersion() {
+  try {
+    const pkg = JSON.parse(await fsp.readFile(path.join(HERE, "node_modules", "playwright-core", "package.json"), "utf8"));
+    return pkg.version;
+  } catch {
+    return "?";
+  }
+}
+
+main();
