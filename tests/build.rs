@@ -248,7 +248,7 @@ fn citations_link_to_a_reference_list_of_the_cited_works() {
     let page = site.read("public/a/index.html");
     assert!(
         page.contains(
-            "<a class=\"citation\" href=\"#ref-bahdanau2015\">(Bahdanau et al. 2015)</a>"
+            "<a class=\"citation\" href=\"#ref-bahdanau2015\">(Bahdanau 等, 2015)</a>"
         ),
         "{page}"
     );

@@ -255,7 +255,9 @@ const DESCRIBE_FN = `
       if (p.id) break;
       p = p.parentElement;
     }
-    const text = (el.textContent || '').replace(/\\s+/g, ' ').trim().slice(0, 50);
+    const copy = el.cloneNode(true);
+    copy.querySelectorAll && copy.querySelectorAll('.katex-mathml').forEach((m) => m.remove());
+    const text = (copy.textContent || '').replace(/\\s+/g, ' ').trim().slice(0, 50);
     return (chain.length ? chain.join(' > ') + ' > ' : '') + s + (text ? ' "' + text + '"' : '');
   }
 `;
