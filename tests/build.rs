@@ -247,12 +247,12 @@ fn citations_link_to_a_reference_list_of_the_cited_works() {
     assert_eq!(run.code, 0, "{}", run.stderr);
     let page = site.read("public/a/index.html");
     assert!(
-        page.contains(
-            "<a class=\"citation\" href=\"#ref-bahdanau2015\">(Bahdanau 等, 2015)</a>"
-        ),
+        page.contains("<a class=\"citation\" href=\"#ref-bahdanau2015\">(Bahdanau 等, 2015)</a>"),
         "{page}"
     );
-    assert!(page.contains("<a class=\"citation\" href=\"#ref-vaswani2017\">(Vaswani 等, 2017; Bahdanau 等, 2015)</a>"));
+    assert!(page.contains(
+        "<a class=\"citation\" href=\"#ref-vaswani2017\">(Vaswani 等, 2017; Bahdanau 等, 2015)</a>"
+    ));
     assert!(page.contains("<li id=\"ref-vaswani2017\">"));
     assert!(page.contains("Attention Is All You Need"));
     assert!(!page.contains("Never Cited"), "only cited works are listed");

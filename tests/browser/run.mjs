@@ -880,8 +880,19 @@ async function main() {
                 },
                 { describe: DESCRIBE_FN, width: PHONE.width },
               );
-              if (slug === shotSlug) {
+              const overflows = !(o.scrollWidth <= PHONE.width && o.bodyScrollWidth <= PHONE.width && o.innerWidth <= PHONE.width);
+              if (slug === shotSlug || overflows) {
+                // The chosen chapter always; any page that overflows too, as evidence.
                 await page.screenshot({ path: path.join(SCREENSHOT_DIR, `phone-${slug}.png`), fullPage: true });
+              }
+              if (slug === shotSlug) {
+                const px = await page.evaluate(() => {
+                  const sizes = [...document.querySelectorAll("figure.lab-figure svg text")]
+                    .map((t) => t.getBoundingClientRect().height)
+                    .filter((h) => h > 0);
+                  return sizes.length ? Math.min(...sizes) : null;
+                });
+                if (px != null) console.log(`# phone ${slug}: smallest chart label box is ${px.toFixed(1)} CSS px tall at ${PHONE.width}px`);
               }
               assert(
                 o.scrollWidth <= PHONE.width && o.bodyScrollWidth <= PHONE.width && o.innerWidth <= PHONE.width,

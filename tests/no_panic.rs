@@ -1,0 +1,135 @@
+//! No input makes the pure stages panic: front matter, Markdown, quotes, citations,
+//! cross-references, experiment extraction, link checks and HTML rendering are driven with
+//! generated chapters built from the syntax's own fragments (a proptest suite: `cargo fuzz`
+//! needs a nightly toolchain, which this project's machines do not have). For a long campaign:
+//! `PROPTEST_CASES=200000 cargo test --release --test no_panic`.
+
+use std::path::Path;
+
+use attnbook::config::Config;
+use attnbook::content::{Chapter, Series};
+use attnbook::markdown;
+use attnbook::quotes::syntax;
+use attnbook::render::{html, links, xref};
+use proptest::prelude::*;
+
+/// Pieces of the authoring syntax, broken and whole, plus arbitrary text.
+fn fragment() -> impl Strategy<Value = String> {
+    prop_oneof![
+        Just("+++\n".to_string()),
+        Just("title = \"T\"\n".to_string()),
+        Just("number = 1\n".to_string()),
+        Just("$".to_string()),
+        Just("$$\n".to_string()),
+        Just("\\frac{a}{".to_string()),
+        Just("[".to_string()),
+        Just("]".to_string()),
+        Just("]{=".to_string()),
+        Just("[0.08]{=x}".to_string()),
+        Just("[1,234.5 倍]{=a.b.0 ~20%}".to_string()),
+        Just("{=x ±".to_string()),
+        Just("~".to_string()),
+        Just("%".to_string()),
+        Just("```rust,experiment\n".to_string()),
+        Just("```rust,experiment,hide,timeout=\n".to_string()),
+        Just("```output\n".to_string()),
+        Just("```\n".to_string()),
+        Just("# hidden\n".to_string()),
+        Just("{{table: t}}\n".to_string()),
+        Just("{{figure: }}".to_string()),
+        Just("@fig:a/b".to_string()),
+        Just("@eq:".to_string()),
+        Just("[@key; @".to_string()),
+        Just("[@k]".to_string()),
+        Just("$$ {#eq:e}".to_string()),
+        Just("## 标题 {#h}\n".to_string()),
+        Just("[link](02-x.md#y)".to_string()),
+        Just("| a | $|$ |\n|---|---|\n".to_string()),
+        Just("\n\n".to_string()),
+        Just("`".to_string()),
+        Just("[^1]: note\n".to_string()),
+        "\\PC{0,8}",
+    ]
+}
+
+fn chapter_text() -> impl Strategy<Value = String> {
+    prop::collection::vec(fragment(), 0..40).prop_map(|parts| parts.concat())
+}
+
+fn config() -> Config {
+    Config::parse(Path::new("site.toml"), "title = \"T\"\nbase_url = \"/\"\n").unwrap()
+}
+
+/// Every pure stage on one chapter; returns nothing, must not panic.
+fn run_stages(text: String) {
+    let _ = syntax::scan(&text, 0, &[]);
+    let Ok(mut chapter) = Chapter::parse(Path::new("content/01-x.md"), text) else {
+        return;
+    };
+    let (doc, _diagnostics) = markdown::parse(&chapter);
+    chapter.doc = doc;
+    let mut series = Series {
+        root: ".".into(),
+        config: config(),
+        chapters: vec![chapter],
+    };
+    let (bindings, _) = attnbook::quotes::bind(&series);
+    series.chapters[0].bindings = bindings.into_iter().next().unwrap_or_default();
+    let _ = links::check(&series);
+    let (refs, _) = xref::resolve_all(&series);
+    let chapter = &series.chapters[0];
+    let maths: Vec<_> = chapter
+        .doc
+        .maths
+        .iter()
+        .map(|_| Ok(String::new()))
+        .collect();
+    let citations: Vec<String> = chapter
+        .doc
+        .citations
+        .iter()
+        .map(|_| String::new())
+        .collect();
+    let inputs = html::PageInputs {
+        doc: &chapter.doc,
+        maths: &maths,
+        run: None,
+        bindings: &chapter.bindings,
+        base_path: "/",
+        refs: &refs[0],
+        citations: &citations,
+    };
+    let _ = html::body_html(&inputs);
+}
+
+proptest! {
+    // 256 cases per property in the normal suite; a long campaign sets PROPTEST_CASES.
+    #[test]
+    fn pure_stages_never_panic(text in chapter_text()) {
+        run_stages(text);
+    }
+
+    #[test]
+    fn a_valid_front_matter_with_any_body_never_panics(body in chapter_text()) {
+        run_stages(format!("+++\ntitle = \"T\"\nnumber = 1\n+++\n{body}"));
+    }
+
+    #[test]
+    fn tolerance_parsing_never_panics(text in "\\PC{0,12}") {
+        let _ = syntax::parse_tolerance(&text);
+    }
+}
+
+/// Inputs that once crashed (or nearly did), kept as regressions.
+#[test]
+fn regressions() {
+    for text in [
+        "+++\ntitle = \"T\"\nnumber = 1\n+++\n```output\n```\n",
+        "+++\ntitle = \"T\"\nnumber = 1\n+++\n```rust,experiment\n```\n```output\n",
+        "+++\ntitle = \"T\"\nnumber = 1\n+++\n$$ {#eq:e}",
+        "+++\ntitle = \"T\"\nnumber = 1\n+++\n[é]{=x}",
+        "+++\ntitle = \"T\"\nnumber = 1\n+++\n@fig:",
+    ] {
+        run_stages(text.to_string());
+    }
+}
