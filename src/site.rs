@@ -231,7 +231,10 @@ fn render_math(
         })
         .collect();
     let formulas: Vec<(&str, bool)> = texts.iter().map(|(t, d)| (t.as_str(), *d)).collect();
-    let mut rendered = renderer.render_all(&formulas).into_iter();
+    let mut cache = render::math::MathCache::load(series.root.join(".attnbook/cache/math.json"));
+    let all = renderer.render_all(&formulas, &mut cache);
+    cache.save();
+    let mut rendered = all.into_iter();
     let mut per_chapter = Vec::new();
     for chapter in &series.chapters {
         let results: Vec<_> = rendered.by_ref().take(chapter.doc.maths.len()).collect();

@@ -5,6 +5,7 @@
 //! render. KaTeX's errors carry no position; the caller maps them to the formula's line.
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 
 use rayon::prelude::*;
 
@@ -18,6 +19,65 @@ pub struct MathError {
 /// Renders formulas with the site's macros.
 pub struct MathRenderer {
     opts: katex::Opts,
+    /// Hashes the macros and the KaTeX version: a cache entry is valid only under both.
+    salt: String,
+}
+
+/// Rendered formulas kept across builds in one JSON file, keyed by a content hash, so an
+/// unchanged formula is never rendered twice (KaTeX costs ~1-2 ms per formula here).
+#[derive(Debug, Default)]
+pub struct MathCache {
+    path: Option<PathBuf>,
+    entries: BTreeMap<String, Result<String, String>>,
+    dirty: bool,
+}
+
+impl MathCache {
+    /// Loads the cache file (a missing or unreadable one is an empty cache).
+    pub fn load(path: PathBuf) -> Self {
+        let entries = std::fs::read_to_string(&path)
+            .ok()
+            .and_then(|text| serde_json::from_str(&text).ok())
+            .unwrap_or_default();
+        MathCache {
+            path: Some(path),
+            entries,
+            dirty: false,
+        }
+    }
+
+    /// A cache that lives only in memory.
+    pub fn in_memory() -> Self {
+        MathCache::default()
+    }
+
+    /// Writes the cache back if it changed; failures only cost speed next time.
+    pub fn save(&self) {
+        let Some(path) = self.path.as_ref().filter(|_| self.dirty) else {
+            return;
+        };
+        let Ok(json) = serde_json::to_vec(&self.entries) else {
+            return;
+        };
+        if let Some(dir) = path.parent() {
+            let _ = std::fs::create_dir_all(dir);
+            if let Ok(mut tmp) = tempfile::NamedTempFile::new_in(dir) {
+                if std::io::Write::write_all(&mut tmp, &json).is_ok() {
+                    let _ = tmp.persist(path);
+                }
+            }
+        }
+    }
+
+    /// Number of cached formulas.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// True when nothing is cached.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
 }
 
 impl MathRenderer {
@@ -25,10 +85,16 @@ impl MathRenderer {
     pub fn new(macros: &BTreeMap<String, String>) -> Self {
         let mut opts = katex::Opts::default();
         opts.set_throw_on_error(true);
+        let mut salt = blake3::Hasher::new();
+        salt.update(katex::KATEX_VERSION.as_bytes());
         for (name, body) in macros {
             opts.add_macro(name.clone(), body.clone());
+            salt.update(format!("{name}\u{0}{body}\u{0}").as_bytes());
         }
-        MathRenderer { opts }
+        MathRenderer {
+            opts,
+            salt: salt.finalize().to_hex().to_string(),
+        }
     }
 
     /// Renders one formula.
@@ -40,16 +106,52 @@ impl MathRenderer {
         })
     }
 
-    /// Renders many formulas in parallel, each distinct `(tex, display)` once, results in order.
-    pub fn render_all(&self, formulas: &[(&str, bool)]) -> Vec<Result<String, MathError>> {
-        let mut unique: Vec<(&str, bool)> = formulas.to_vec();
-        unique.sort_unstable();
-        unique.dedup();
-        let rendered: BTreeMap<(&str, bool), Result<String, MathError>> = unique
-            .par_iter()
-            .map(|&(tex, display)| ((tex, display), self.render(tex, display)))
+    /// Renders many formulas in parallel, each distinct `(tex, display)` once and only if the
+    /// cache lacks it; results in order.
+    pub fn render_all(
+        &self,
+        formulas: &[(&str, bool)],
+        cache: &mut MathCache,
+    ) -> Vec<Result<String, MathError>> {
+        let keys: Vec<String> = formulas
+            .iter()
+            .map(|&(tex, display)| self.key(tex, display))
             .collect();
-        formulas.iter().map(|key| rendered[key].clone()).collect()
+        let mut missing: Vec<(&str, bool, &str)> = formulas
+            .iter()
+            .zip(&keys)
+            .filter(|(_, key)| !cache.entries.contains_key(*key))
+            .map(|(&(tex, display), key)| (tex, display, key.as_str()))
+            .collect();
+        missing.sort_unstable_by_key(|m| m.2);
+        missing.dedup_by_key(|m| m.2);
+        let fresh: Vec<(String, Result<String, String>)> = missing
+            .par_iter()
+            .map(|&(tex, display, key)| {
+                (
+                    key.to_string(),
+                    self.render(tex, display).map_err(|e| e.message),
+                )
+            })
+            .collect();
+        cache.dirty |= !fresh.is_empty();
+        cache.entries.extend(fresh);
+        keys.iter()
+            .map(|key| match &cache.entries[key] {
+                Ok(html) => Ok(html.clone()),
+                Err(message) => Err(MathError {
+                    message: message.clone(),
+                }),
+            })
+            .collect()
+    }
+
+    fn key(&self, tex: &str, display: bool) -> String {
+        let mut hasher = blake3::Hasher::new();
+        hasher.update(self.salt.as_bytes());
+        hasher.update(&[u8::from(display)]);
+        hasher.update(tex.as_bytes());
+        hasher.finalize().to_hex().to_string()
     }
 }
 
@@ -116,8 +218,30 @@ mod tests {
     #[test]
     fn render_all_keeps_order_and_dedups() {
         let r = MathRenderer::new(&BTreeMap::new());
-        let out = r.render_all(&[("a", false), ("b", false), ("a", false)]);
+        let mut cache = MathCache::in_memory();
+        let out = r.render_all(&[("a", false), ("b", false), ("a", false)], &mut cache);
         assert_eq!(out[0], out[2]);
         assert_ne!(out[0], out[1]);
+        assert_eq!(cache.len(), 2);
+    }
+
+    #[test]
+    fn the_cache_survives_a_round_trip_and_is_keyed_by_macros() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("math.json");
+        let r = MathRenderer::new(&BTreeMap::new());
+        let mut cache = MathCache::load(path.clone());
+        let first = r.render_all(&[("x^2", false), ("\\frac{a}{", true)], &mut cache);
+        cache.save();
+        let mut again = MathCache::load(path);
+        assert_eq!(again.len(), 2);
+        assert_eq!(
+            r.render_all(&[("x^2", false), ("\\frac{a}{", true)], &mut again),
+            first
+        );
+        let mut macros = BTreeMap::new();
+        macros.insert("\\R".to_string(), "\\mathbb{R}".to_string());
+        let other = MathRenderer::new(&macros);
+        assert_ne!(other.key("x^2", false), r.key("x^2", false));
     }
 }
