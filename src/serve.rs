@@ -42,6 +42,9 @@ const POLL_TIMEOUT: Duration = Duration::from_secs(25);
 const WORKERS: usize = 4;
 /// Editors write a file in several steps; one build per save is enough.
 const DEBOUNCE: Duration = Duration::from_millis(100);
+/// A build swaps the output in with two renames; a lookup between them misses, so a miss
+/// during a build looks again after this long.
+const SWAP_GRACE: Duration = Duration::from_millis(50);
 
 /// Builds, serves `plan.build.out` on `plan.addr`, and rebuilds and reloads on every change.
 ///
@@ -98,6 +101,7 @@ fn url_of(addr: SocketAddr) -> String {
 /// Builds the site, prints what happened, and tells open pages.
 fn rebuild(plan: &BuildPlan, live: &Live, verb: &str) {
     let started = Instant::now();
+    live.begin_build();
     let outcome = build(plan);
     let rendered = render_diagnostics(&outcome);
     eprint!("{rendered}");
@@ -355,6 +359,8 @@ struct Live {
 struct LiveState {
     /// Bumped after every build, failed or not; 0 until the first build ends.
     generation: u64,
+    /// A build is running (and may be swapping the output directory).
+    building: bool,
     /// The rendered diagnostics of the latest build, if it failed.
     failure: Option<Arc<str>>,
     /// Polls parked until the next generation, with their deadlines. Parking the request
@@ -378,10 +384,19 @@ impl Live {
         self.lock().snapshot()
     }
 
+    fn begin_build(&self) {
+        self.lock().building = true;
+    }
+
+    fn building(&self) -> bool {
+        self.lock().building
+    }
+
     /// Records the end of a build and wakes every waiting page.
     fn publish(&self, failure: Option<String>) {
         let (waiters, now) = {
             let mut state = self.lock();
+            state.building = false;
             state.generation += 1;
             state.failure = failure.map(Arc::from);
             (std::mem::take(&mut state.waiters), state.snapshot())
@@ -531,7 +546,12 @@ impl Context {
 
     fn answer(&self, path: &str, query: &str) -> ResponseBox {
         let snapshot = self.live.snapshot();
-        match self.output.resolve(path, query) {
+        let mut target = self.output.resolve(path, query);
+        if target == Target::NotFound && self.live.building() {
+            std::thread::sleep(SWAP_GRACE);
+            target = self.output.resolve(path, query);
+        }
+        match target {
             Target::File(file) => self.file(&file, path, &snapshot),
             Target::Redirect(location) => Response::empty(302)
                 .with_header(header("Location", &location))

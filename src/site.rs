@@ -348,6 +348,12 @@ fn render_chapters(series: &mut Series, rendered: &Rendered) {
             citations: &citations.inline,
         };
         chapter.html = html::body_html(&inputs);
+        let headings: Vec<String> = (0..chapter.doc.headings.len())
+            .map(|i| html::heading_html(&inputs, i))
+            .collect();
+        for (heading, html) in chapter.doc.headings.iter_mut().zip(headings) {
+            heading.html = html;
+        }
         if !citations.list_html.is_empty() {
             chapter.html.push_str(&citations.list_html);
             chapter.doc.headings.push(markdown::Heading {
@@ -355,6 +361,7 @@ fn render_chapters(series: &mut Series, rendered: &Rendered) {
                 id: "bibliography".into(),
                 text: "参考文献".into(),
                 span: 0..0,
+                html: "参考文献".into(),
             });
         }
     }

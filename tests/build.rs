@@ -280,3 +280,13 @@ fn unknown_citation_keys_are_errors() {
     );
     assert!(run.stderr.contains("did you mean `bahdanau2015`?"));
 }
+
+#[test]
+fn the_table_of_contents_renders_math_in_headings() {
+    let site = Site::fixture("basic");
+    site.write("content/02-second.md", "+++\ntitle = \"二\"\nnumber = 2\n+++\n\n## 除以 $\\sqrt{d_k}$ {#scale}\n\n正文。\n");
+    assert_eq!(site.run(&["build"]).code, 0);
+    let page = site.read("public/second/index.html");
+    assert!(page.contains("<a href=\"#scale\">除以 <span class=\"katex\">"), "{page}");
+    assert!(!page.contains(">除以 \\sqrt{d_k}<"));
+}

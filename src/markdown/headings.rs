@@ -15,6 +15,8 @@ pub struct Heading {
     pub text: String,
     /// Byte span in the chapter file.
     pub span: Range<usize>,
+    /// The heading's content as HTML, math rendered (filled by the render stage, for the TOC).
+    pub html: String,
 }
 
 /// Turns heading text into an anchor id, keeping CJK and other letters (like mdBook's

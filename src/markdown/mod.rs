@@ -414,6 +414,7 @@ impl<'c> Builder<'c> {
         });
         let level = headings::level_number(open.level);
         self.doc.headings.push(Heading {
+            html: String::new(),
             level,
             id,
             text: open.text.trim().to_string(),

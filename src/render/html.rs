@@ -46,6 +46,29 @@ pub fn body_html(inputs: &PageInputs<'_>) -> String {
     out
 }
 
+/// The content of heading `index` as HTML (math rendered, links dropped), for the TOC.
+pub fn heading_html(inputs: &PageInputs<'_>, index: usize) -> String {
+    let pieces = &inputs.doc.pieces;
+    let start = pieces
+        .iter()
+        .position(|p| matches!(p, Piece::HeadingStart(i) if *i == index));
+    let end = pieces
+        .iter()
+        .position(|p| matches!(p, Piece::HeadingEnd(i) if *i == index));
+    let (Some(start), Some(end)) = (start, end) else {
+        return escape(&inputs.doc.headings[index].text);
+    };
+    let numbering = Numbering::new(inputs);
+    let events = pieces[start + 1..end]
+        .iter()
+        .filter(|p| !matches!(p, Piece::Event(Event::Start(Tag::Link { .. }) | Event::End(pulldown_cmark::TagEnd::Link))))
+        .map(|piece| piece_event(inputs, &numbering, piece))
+        .filter(|e| !matches!(e, Event::InlineHtml(h) if h.starts_with("<a class=\"xref\"") || h.starts_with("<a class=\"citation\"")));
+    let mut out = String::new();
+    html::push_html(&mut out, events);
+    out
+}
+
 /// Figure and table numbers, per chapter, in recording order; and which are placed explicitly.
 struct Numbering<'a> {
     figures: BTreeMap<&'a str, (usize, &'a Figure)>,

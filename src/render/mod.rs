@@ -9,6 +9,7 @@ pub mod highlight;
 pub mod html;
 pub mod links;
 pub mod math;
+pub mod search;
 pub mod xref;
 
 use std::path::Path;
@@ -187,6 +188,7 @@ struct LinkView<'a> {
 struct TocEntry<'a> {
     id: &'a str,
     text: &'a str,
+    html: &'a str,
     children: Vec<TocEntry<'a>>,
 }
 
@@ -205,6 +207,7 @@ fn toc(headings: &[Heading]) -> Vec<TocEntry<'_>> {
         let entry = TocEntry {
             id: &h.id,
             text: &h.text,
+            html: &h.html,
             children: Vec::new(),
         };
         match (h.level, entries.last_mut()) {
