@@ -250,13 +250,20 @@ fn nothing_outside_the_output_directory_is_served() {
     }
     #[cfg(unix)]
     {
-        std::os::unix::fs::symlink(site.path("site.toml"), site.path("public/leak.txt")).unwrap();
-        let reply = server.get("/leak.txt");
-        assert_eq!(reply.status, 403);
-        assert!(
-            !reply.body.contains("base_url"),
-            "a symlink leaked site.toml"
-        );
+        // Retried: a rebuild (say, of an edit to the workspace's crates) replaces public/ and
+        // the link with it.
+        let refused = (0..20).any(|_| {
+            let _ =
+                std::os::unix::fs::symlink(site.path("site.toml"), site.path("public/leak.txt"));
+            let reply = server.get("/leak.txt");
+            assert!(
+                !reply.body.contains("base_url"),
+                "a symlink leaked site.toml"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+            reply.status == 403
+        });
+        assert!(refused, "a symlink out of the site was not refused");
     }
 }
 
@@ -305,7 +312,7 @@ fn a_broken_chapter_shows_the_build_error_until_it_is_fixed() {
     );
 
     let page = server.wait_for_page("/two/", "the build error", |body| {
-        body.contains("class=\"build-error\"")
+        body.contains("class=\"build-error\"") && body.contains("unknown field `titel`")
     });
     assert!(page.contains("content/01-one.md:4:1"), "{page}");
     assert!(page.contains("unknown field `titel`"), "{page}");
@@ -331,10 +338,9 @@ fn a_broken_chapter_shows_the_build_error_until_it_is_fixed() {
     );
 
     site.write("content/01-one.md", &chapter);
-    let page = server.wait_for_page("/two/", "the page again", |body| {
-        !body.contains("build-error")
+    server.wait_for_page("/two/", "the page again", |body| {
+        body.contains("第二篇") && !body.contains("build-error")
     });
-    assert!(page.contains("第二篇"), "{page}");
 }
 
 #[test]
@@ -448,6 +454,7 @@ fn a_site_that_never_built_shows_its_errors_on_every_page() {
         assert!(reply.body.contains("/__attnbook/events"), "{path}");
     }
     site.write("content/02-two.md", &chapter);
-    let page = server.wait_for_page("/two/", "the chapter", |body| body.contains("第二篇"));
-    assert!(!page.contains("build-error"), "{page}");
+    server.wait_for_page("/two/", "the chapter", |body| {
+        body.contains("第二篇") && !body.contains("build-error")
+    });
 }

@@ -213,6 +213,8 @@ fn markdown_files(content: &Path, diagnostics: &mut Diagnostics) -> Vec<PathBuf>
                     ))),
                 }
             }
+            // Editor leftovers (`.#x.md` locks, `x.md~` backups, dot files) are not chapters.
+            Ok(e) if e.file_name().to_string_lossy().starts_with('.') => {}
             Ok(e) if e.file_type().is_file() && e.path().extension().is_some_and(|x| x == "md") => {
                 files.push(e.into_path());
             }

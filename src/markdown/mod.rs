@@ -341,7 +341,8 @@ impl<'c> Builder<'c> {
             match inline {
                 Inline::Quote(q) => self.quote(q),
                 Inline::Cite(c) => {
-                    self.heading_text(&self.chapter.source[c.span.clone()].to_string());
+                    let chapter = self.chapter;
+                    self.heading_text(&chapter.source[c.span.clone()]);
                     self.doc.citations.push(c);
                     self.doc
                         .pieces
@@ -377,7 +378,8 @@ impl<'c> Builder<'c> {
             match part {
                 Err(text) => self.push_text(text),
                 Ok(r) => {
-                    self.heading_text(&self.chapter.source[r.span.clone()].to_string());
+                    let chapter = self.chapter;
+                    self.heading_text(&chapter.source[r.span.clone()]);
                     self.doc.refs.push(r);
                     self.doc.pieces.push(Piece::Ref(self.doc.refs.len() - 1));
                 }

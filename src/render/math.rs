@@ -61,10 +61,10 @@ impl MathCache {
         };
         if let Some(dir) = path.parent() {
             let _ = std::fs::create_dir_all(dir);
-            if let Ok(mut tmp) = tempfile::NamedTempFile::new_in(dir) {
-                if std::io::Write::write_all(&mut tmp, &json).is_ok() {
-                    let _ = tmp.persist(path);
-                }
+            if let Ok(mut tmp) = tempfile::NamedTempFile::new_in(dir)
+                && std::io::Write::write_all(&mut tmp, &json).is_ok()
+            {
+                let _ = tmp.persist(path);
             }
         }
     }
