@@ -62,11 +62,11 @@ pub(super) fn split(text: &str, at: usize) -> Vec<Result<CrossRef, &str>> {
     let mut rest = 0;
     for caps in REF.captures_iter(text) {
         let whole = caps.get(0).expect("group 0");
-        // `name@fig:x` is an e-mail-like word, not a reference.
+        // `name@fig:x` is an e-mail-like word, not a reference; `如@fig:x所示` is one.
         if text[..whole.start()]
             .chars()
             .next_back()
-            .is_some_and(|c| c.is_alphanumeric())
+            .is_some_and(|c| c.is_ascii_alphanumeric())
         {
             continue;
         }
@@ -141,8 +141,15 @@ mod tests {
     #[test]
     fn a_trailing_full_stop_is_not_part_of_the_name() {
         let parts = split("See @fig:curve.", 0);
-        assert_eq!(parts[0].as_ref().unwrap().name, "curve");
-        assert_eq!(parts[1], Err("."));
+        assert_eq!(parts[1].as_ref().unwrap().name, "curve");
+        assert_eq!(parts[2], Err("."));
+    }
+
+    #[test]
+    fn chinese_text_may_touch_a_reference() {
+        let parts = split("如@fig:x所示", 0);
+        assert_eq!(parts[1].as_ref().unwrap().name, "x");
+        assert_eq!(parts[2], Err("所示"));
     }
 
     #[test]
