@@ -177,6 +177,14 @@ fn experiments_run_in_a_sandbox_directory_not_the_site() {
         "files a block writes stay out of the site root"
     );
     assert!(site.path(".attnbook/run/sandbox-a/scratch.txt").exists());
+    assert!(
+        !site.path("escaped.txt").exists(),
+        "writes outside the sandbox are refused"
+    );
+    assert!(
+        site.read("public/a/index.html")
+            .contains("data-name=\"escaped\" title=\"实验值 0；")
+    );
 }
 
 #[test]
@@ -284,9 +292,15 @@ fn unknown_citation_keys_are_errors() {
 #[test]
 fn the_table_of_contents_renders_math_in_headings() {
     let site = Site::fixture("basic");
-    site.write("content/02-second.md", "+++\ntitle = \"二\"\nnumber = 2\n+++\n\n## 除以 $\\sqrt{d_k}$ {#scale}\n\n正文。\n");
+    site.write(
+        "content/02-second.md",
+        "+++\ntitle = \"二\"\nnumber = 2\n+++\n\n## 除以 $\\sqrt{d_k}$ {#scale}\n\n正文。\n",
+    );
     assert_eq!(site.run(&["build"]).code, 0);
     let page = site.read("public/second/index.html");
-    assert!(page.contains("<a href=\"#scale\">除以 <span class=\"katex\">"), "{page}");
+    assert!(
+        page.contains("<a href=\"#scale\">除以 <span class=\"katex\">"),
+        "{page}"
+    );
     assert!(!page.contains(">除以 \\sqrt{d_k}<"));
 }

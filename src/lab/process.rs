@@ -75,6 +75,8 @@ pub(super) fn run(
         .arg(seed.to_string())
         .arg(results)
         .current_dir(&limits.sandbox)
+        // The runtime confines its writes to the sandbox and the results directory (Landlock).
+        .env("ATTNBOOK_SANDBOX", "1")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());

@@ -18,6 +18,7 @@ mod context;
 pub mod prelude;
 mod random;
 mod runner;
+mod sandbox;
 mod value;
 
 pub use context::Lab;

@@ -48,6 +48,12 @@ fn main_with_args(args: &[String], chapters: &[(&str, ChapterFn)]) -> i32 {
         );
         return EXIT_ERROR;
     };
+    if std::env::var_os("ATTNBOOK_SANDBOX").is_some() {
+        if let Err(message) = confine(Path::new(path)) {
+            eprintln!("error: {message}");
+            return EXIT_ERROR;
+        }
+    }
     let results = run_chapter(slug, seed, chapter);
     if let Err(e) = write_atomically(Path::new(path), &results) {
         eprintln!("error: cannot write the results to {path}: {e}");
@@ -58,6 +64,20 @@ fn main_with_args(args: &[String], chapters: &[(&str, ChapterFn)]) -> i32 {
     } else {
         0
     }
+}
+
+/// Confines writes to the working directory and the results file's directory.
+fn confine(results: &Path) -> Result<(), String> {
+    let here = std::env::current_dir().map_err(|e| format!("no working directory: {e}"))?;
+    let results_dir = results
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    match crate::sandbox::confine(&here, results_dir)? {
+        crate::sandbox::Confinement::Enforced => {}
+        other => eprintln!("note: file-system sandbox {other:?} on this kernel"),
+    }
+    Ok(())
 }
 
 fn parse_args(args: &[String]) -> Result<(&str, u64, &str), String> {
