@@ -48,11 +48,11 @@ fn main_with_args(args: &[String], chapters: &[(&str, ChapterFn)]) -> i32 {
         );
         return EXIT_ERROR;
     };
-    if std::env::var_os("ATTNBOOK_SANDBOX").is_some() {
-        if let Err(message) = confine(Path::new(path)) {
-            eprintln!("error: {message}");
-            return EXIT_ERROR;
-        }
+    if std::env::var_os("ATTNBOOK_SANDBOX").is_some()
+        && let Err(message) = confine(Path::new(path))
+    {
+        eprintln!("error: {message}");
+        return EXIT_ERROR;
     }
     let results = run_chapter(slug, seed, chapter);
     if let Err(e) = write_atomically(Path::new(path), &results) {
