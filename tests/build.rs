@@ -304,3 +304,11 @@ fn the_table_of_contents_renders_math_in_headings() {
     );
     assert!(!page.contains(">除以 \\sqrt{d_k}<"));
 }
+
+#[test]
+fn editor_leftovers_in_content_are_not_chapters() {
+    let site = Site::fixture("basic");
+    site.write("content/.#01-first.md", "root@host.1234:1700000000");
+    let run = site.run(&["build"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+}
