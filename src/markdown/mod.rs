@@ -295,6 +295,15 @@ impl<'c> Builder<'c> {
                 self.push(Event::Start(Tag::Paragraph));
             }
             Event::End(TagEnd::Paragraph) => self.end_paragraph(),
+            // Wide tables scroll inside their own box instead of widening a phone's page.
+            Event::Start(Tag::Table(alignments)) => {
+                self.push(Event::Html("<div class=\"table-wrap\">\n".into()));
+                self.push(Event::Start(Tag::Table(alignments)));
+            }
+            Event::End(TagEnd::Table) => {
+                self.push(Event::End(TagEnd::Table));
+                self.push(Event::Html("</div>\n".into()));
+            }
             Event::Code(code) => {
                 self.heading_text(&code);
                 self.push(Event::Code(code));

@@ -154,6 +154,7 @@ function startServer(root) {
 
 class Skip extends Error {}
 const results = { passed: 0, failed: 0, skipped: 0 };
+let finished = false; // set by the global timeout: later results are not reported
 
 function oneLine(s) {
   return String(s).replace(/\s*\n\s*/g, " | ").slice(0, 1500);
@@ -164,11 +165,14 @@ function assert(cond, message) {
 }
 
 async function check(name, fn) {
+  if (finished) return;
   try {
     await fn();
+    if (finished) return;
     results.passed++;
     console.log(`ok - ${name}`);
   } catch (e) {
+    if (finished) return;
     if (e instanceof Skip) {
       results.skipped++;
       console.log(`skip - ${name}: ${oneLine(e.message)}`);
@@ -309,6 +313,7 @@ async function main() {
   };
   const timer = setTimeout(async () => {
     timedOut = true;
+    finished = true;
     console.log(`not ok - global timeout: the run took longer than ${GLOBAL_TIMEOUT_MS / 1000}s`);
     results.failed++;
     printSummary();
@@ -573,7 +578,7 @@ async function main() {
       const bad = [];
       const deployHost = "127.0.0.1"; // run.sh builds with --base-url http://127.0.0.1/series/
       const toFetch = new Map();
-      for (const [key, r] of linkReport.urls) {
+      for (const r of linkReport.urls.values()) {
         if (!r.abs) {
           bad.push(`unparsable ${r.tag} URL "${r.raw}" on ${r.from[0]}`);
           continue;
@@ -589,7 +594,6 @@ async function main() {
         if (!toFetch.has(local)) toFetch.set(local, { ...r, hash: u.hash, path: u.pathname, froms: new Set() });
         if (u.hash) toFetch.get(local).hashes = [...(toFetch.get(local).hashes || []), { hash: u.hash, from: r.from[0] }];
         r.from.forEach((f) => toFetch.get(local).froms.add(f));
-        void key;
       }
       const ctx = await newContext();
       try {
@@ -1013,7 +1017,7 @@ async function main() {
       }
     });
   } catch (e) {
-    if (!timedOut) {
+    if (!finished) {
       results.failed++;
       console.log(`not ok - harness: ${oneLine(e && e.stack ? e.stack : e)}`);
     }

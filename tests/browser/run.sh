@@ -27,7 +27,8 @@ trap 'rm -rf "$work"' EXIT
 site="$work/site"
 
 echo "== building the series into $site (base URL http://127.0.0.1/series/)"
-"$bin" --root "$root" build --base-url http://127.0.0.1/series/ --out "$site"
+"$bin" --root "$root" build --base-url http://127.0.0.1/series/ --out "$site" \
+  || die "building the series failed (see above); no browser check ran"
 
 # The pages must reference the sub-path, not the domain root.
 grep -q 'href="/series/style.css"' "$site/index.html" \
