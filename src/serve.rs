@@ -572,7 +572,7 @@ impl Context {
         }
         match File::open(file) {
             Ok(f) => Response::from_file(f)
-                .with_header(header("Content-Type", kind))
+                .with_header(header("Content-Type", &kind))
                 .with_header(header("Cache-Control", "no-cache"))
                 .boxed(),
             // Gone between lookup and open: a rebuild swapped the output.
@@ -723,52 +723,24 @@ fn is_plain_name(name: &str) -> bool {
         )
 }
 
-/// `%XX` escapes to bytes; `None` for a malformed escape or a result that is not UTF-8.
+/// `%XX` escapes to bytes; `None` for a result that is not UTF-8.
 fn percent_decode(raw: &str) -> Option<String> {
-    let bytes = raw.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).ok()
+    percent_encoding::percent_decode_str(raw)
+        .decode_utf8()
+        .ok()
+        .map(|s| s.into_owned())
 }
 
-/// The Content-Type of a file, by extension.
-fn content_type(path: &Path) -> &'static str {
-    let ext = path
-        .extension()
-        .and_then(|e| e.to_str())
-        .map(str::to_ascii_lowercase)
-        .unwrap_or_default();
-    match ext.as_str() {
-        "html" | "htm" => "text/html; charset=utf-8",
-        "css" => "text/css; charset=utf-8",
-        "js" | "mjs" => "text/javascript; charset=utf-8",
-        "json" | "map" => "application/json",
-        "xml" => "application/xml",
-        "txt" | "md" => "text/plain; charset=utf-8",
-        "svg" => "image/svg+xml",
-        "png" => "image/png",
-        "jpg" | "jpeg" => "image/jpeg",
-        "gif" => "image/gif",
-        "webp" => "image/webp",
-        "avif" => "image/avif",
-        "ico" => "image/x-icon",
-        "woff2" => "font/woff2",
-        "woff" => "font/woff",
-        "ttf" => "font/ttf",
-        "otf" => "font/otf",
-        "wasm" => "application/wasm",
-        "pdf" => "application/pdf",
-        _ => "application/octet-stream",
+/// The Content-Type of a file, by extension (text types in UTF-8, as the site writes them).
+fn content_type(path: &Path) -> String {
+    let mime = mime_guess::from_path(path).first_or_octet_stream();
+    let text = mime.type_() == mime_guess::mime::TEXT
+        || mime.subtype() == mime_guess::mime::JAVASCRIPT
+        || mime.subtype() == mime_guess::mime::XML;
+    if text {
+        format!("{mime}; charset=utf-8")
+    } else {
+        mime.to_string()
     }
 }
 
@@ -853,7 +825,9 @@ mod tests {
         }
         assert_eq!(segments("/a\\..\\b"), Err(Target::Forbidden));
         assert_eq!(segments("http://evil/x"), Err(Target::BadRequest));
-        assert_eq!(segments("/%zz"), Err(Target::BadRequest));
+        // A malformed escape stays literal (as browsers do): a file name, not a way out.
+        assert_eq!(segments("/%zz"), Ok(vec!["%zz".to_string()]));
+        assert_eq!(segments("/%ff"), Err(Target::BadRequest), "not UTF-8");
         assert_eq!(
             segments("//a/./b/"),
             Ok(vec!["a".to_string(), "b".to_string()])
