@@ -411,6 +411,7 @@ fn render_site(series: &Series) -> Result<Files, Vec<Diagnostic>> {
         PathBuf::from("highlight.css"),
         render::highlight::stylesheet().into_bytes(),
     ));
+    files.extend(render::search::index_files(series));
     static_files(&series.root, &mut files).map_err(|e| vec![e])?;
     Ok(files)
 }

@@ -7,8 +7,8 @@
 //! elasticlunr-rs's Chinese pipeline (jieba `cut_for_search`, then its trimmer and stop words),
 //! and the client needs no segmenter:
 //!
-//! - it finds every query string as a substring of the stored text, so `意力` finds `注意力`
-//!   and numbers, identifiers and `d_k` are found too;
+//! - it finds each Chinese query string anywhere in the stored text, so `意力` finds `注意力`,
+//!   and each Latin one at the start of a word (`soft` finds `softmax`), numbers and `d_k` too;
 //! - it ranks a section higher when the query is one of the words cut from it, not just a
 //!   substring of one, using the word counts below;
 //! - it splits a query that the text does not contain in one piece (`缩放注意力`) into the
@@ -34,6 +34,7 @@
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::OnceLock;
 
 use elasticlunr::lang::{Chinese, Language};
 use elasticlunr::pipeline::Pipeline;
@@ -134,18 +135,22 @@ impl SearchIndex {
     }
 }
 
-/// jieba through elasticlunr-rs's Chinese pipeline. Latin words pass through whole (no stemming):
-/// the client matches them as substrings anyway.
+/// jieba through elasticlunr-rs's Chinese pipeline. Latin words pass through whole, without
+/// stemming: the client matches them as word prefixes.
 struct Words {
-    chinese: Chinese,
+    chinese: &'static Chinese,
     pipeline: Pipeline,
 }
 
 impl Words {
     fn new() -> Self {
-        let chinese = Chinese::new();
-        let pipeline = chinese.make_pipeline();
-        Words { chinese, pipeline }
+        // Loading jieba's dictionary takes ~0.15 s; `serve` rebuilds on every change.
+        static CHINESE: OnceLock<Chinese> = OnceLock::new();
+        let chinese = CHINESE.get_or_init(Chinese::new);
+        Words {
+            chinese,
+            pipeline: chinese.make_pipeline(),
+        }
     }
 
     /// Adds `weight` per word of `text` to `counts`; returns the number of words.

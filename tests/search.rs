@@ -1,0 +1,324 @@
+//! Search: the index built for a small Chinese + English series, read the way the client reads
+//! it, and the client itself (`static/search.js`) run in Node against that index.
+
+use std::path::Path;
+use std::process::Command;
+
+use attnbook::render::search;
+use serde_json::Value;
+
+const CHAPTERS: [(&str, &str); 3] = [
+    (
+        "01-bottleneck.md",
+        r#"+++
+title = "定长瓶颈"
+number = 1
+summary = "编码器把整句压进一个向量。"
++++
+
+Seq2Seq 的编码器把源句压缩成一个定长向量，解码器只能看到它。
+
+## 信息瓶颈 {#bottleneck}
+
+句子越长，这个向量越难装下全部信息：这就是 bottleneck。
+"#,
+    ),
+    (
+        "02-attention.md",
+        r#"+++
+title = "注意力：回看每个位置"
+number = 2
+summary = "解码器每一步都回看编码器的全部状态。"
++++
+
+每一步，解码器给编码器的每个位置打分，
+注意力把分数变成一组权重。
+
+## 加权求和 {#weighted-sum}
+
+用这些权重对编码器状态加权求和，得到上下文向量 $c_t$。
+"#,
+    ),
+    (
+        "03-scaled.md",
+        r#"+++
+title = "缩放点积"
+number = 3
+summary = "点积除以根号 d 再进 softmax。"
++++
+
+维度 $d$ 变大时，点积的方差也变大。
+
+## 为什么要缩放 {#why-scale}
+
+把点积除以 $\sqrt{d}$ 再做 **Softmax**，分布就不会过于尖锐。
+
+```rust
+let never_indexed = 1;
+```
+"#,
+    ),
+];
+
+/// The fixture series, loaded and parsed as `build` does (stages 1-2), and its index as JSON.
+fn index_json(dir: &Path) -> String {
+    std::fs::create_dir_all(dir.join("content")).unwrap();
+    std::fs::write(
+        dir.join("site.toml"),
+        "title = \"检索\"\nbase_url = \"https://example.github.io/series/\"\n",
+    )
+    .unwrap();
+    for (name, text) in CHAPTERS {
+        std::fs::write(dir.join("content").join(name), text).unwrap();
+    }
+    let mut series = attnbook::content::load(dir, false).expect("fixture loads");
+    for chapter in &mut series.chapters {
+        let (doc, problems) = attnbook::markdown::parse(chapter);
+        assert!(problems.is_empty(), "{problems:?}");
+        chapter.doc = doc;
+    }
+    let files = search::index_files(&series);
+    let (path, bytes) = &files[0];
+    assert_eq!(path, Path::new(search::INDEX_PATH));
+    String::from_utf8(bytes.clone()).unwrap()
+}
+
+fn urls(index: &Value) -> Vec<&str> {
+    index["docs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["u"].as_str().unwrap())
+        .collect()
+}
+
+/// The URLs of the sections a word was cut out of, from `terms` and `postings`.
+fn word_urls<'a>(index: &'a Value, word: &str) -> Vec<&'a str> {
+    let terms = index["terms"].as_array().unwrap();
+    let Some(i) = terms.iter().position(|t| t == word) else {
+        panic!("`{word}` is not a word of the index: {terms:?}");
+    };
+    let urls = urls(index);
+    index["postings"][i]
+        .as_array()
+        .unwrap()
+        .chunks(2)
+        .map(|pair| urls[pair[0].as_u64().unwrap() as usize])
+        .collect()
+}
+
+/// The URLs of the sections whose text or heading contains `needle` (what the client's
+/// substring search sees).
+fn text_urls<'a>(index: &'a Value, needle: &str) -> Vec<&'a str> {
+    index["docs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| {
+            let head = d.get("h").unwrap_or(&d["t"]).as_str().unwrap();
+            (d["b"].as_str().unwrap().to_lowercase() + head).contains(needle)
+        })
+        .map(|d| d["u"].as_str().unwrap())
+        .collect()
+}
+
+#[test]
+fn the_index_holds_jieba_words_and_section_urls_under_the_base_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let index: Value = serde_json::from_str(&index_json(dir.path())).unwrap();
+    assert_eq!(index["version"], 1);
+    assert_eq!(
+        urls(&index),
+        [
+            "/series/bottleneck/",
+            "/series/bottleneck/#bottleneck",
+            "/series/attention/",
+            "/series/attention/#weighted-sum",
+            "/series/scaled/",
+            "/series/scaled/#why-scale",
+        ]
+    );
+    assert_eq!(word_urls(&index, "注意力"), ["/series/attention/"]);
+    assert_eq!(
+        word_urls(&index, "缩放"),
+        ["/series/scaled/", "/series/scaled/#why-scale"]
+    );
+    // Lowercased: the page says "Softmax" in one place and "softmax" in the other.
+    assert_eq!(
+        word_urls(&index, "softmax"),
+        ["/series/scaled/", "/series/scaled/#why-scale"]
+    );
+    assert_eq!(
+        word_urls(&index, "bottleneck"),
+        ["/series/bottleneck/#bottleneck"]
+    );
+    // A substring of a word is found in the text.
+    assert_eq!(text_urls(&index, "意力"), ["/series/attention/"]);
+}
+
+#[test]
+fn section_text_is_the_prose_joined_across_line_breaks() {
+    let dir = tempfile::tempdir().unwrap();
+    let index: Value = serde_json::from_str(&index_json(dir.path())).unwrap();
+    let docs = index["docs"].as_array().unwrap();
+    let intro = &docs[2];
+    assert_eq!(intro["t"], "注意力：回看每个位置");
+    assert!(intro.get("h").is_none());
+    // Summary first; the line break inside the Chinese sentence leaves no space.
+    assert_eq!(
+        intro["b"],
+        "解码器每一步都回看编码器的全部状态。每一步，解码器给编码器的每个位置打分，注意力把分数变成一组权重。"
+    );
+    let scaled = &docs[5];
+    assert_eq!(scaled["h"], "为什么要缩放");
+    // Inline TeX is kept, emphasis is text, code blocks are left out.
+    assert_eq!(
+        scaled["b"],
+        "把点积除以 \\sqrt{d} 再做 Softmax，分布就不会过于尖锐。"
+    );
+}
+
+/// Runs `static/search.js` in Node on the index; `None` if Node is not installed.
+fn client_search(index_file: &Path, queries: &[&str]) -> Option<Value> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("static/search.js");
+    let program = r#"
+        const engine = require(process.argv[1]);
+        const index = engine.prepare(JSON.parse(require("fs").readFileSync(process.argv[2], "utf8")));
+        const out = {};
+        for (const q of JSON.parse(process.argv[3])) out[q] = engine.search(index, q);
+        console.log(JSON.stringify(out));
+    "#;
+    let output = match Command::new("node")
+        .arg("-e")
+        .arg(program)
+        .arg(&script)
+        .arg(index_file)
+        .arg(serde_json::to_string(queries).unwrap())
+        .output()
+    {
+        Ok(output) => output,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            eprintln!("skipped: node is not installed");
+            return None;
+        }
+        Err(e) => panic!("cannot run node: {e}"),
+    };
+    assert!(
+        output.status.success(),
+        "node failed:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    Some(serde_json::from_slice(&output.stdout).expect("JSON from the client"))
+}
+
+fn hit_urls(results: &Value) -> Vec<&str> {
+    results
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["url"].as_str().unwrap())
+        .collect()
+}
+
+#[test]
+fn the_client_finds_chinese_words_substrings_and_english() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join(search::INDEX_PATH);
+    std::fs::write(&file, index_json(&dir.path().join("site"))).unwrap();
+    let queries = [
+        "注意力",
+        "缩放",
+        "softmax",
+        "SOFT",
+        "意力",
+        "注意力权重",
+        "编码器 瓶颈",
+        "缩放 瓶颈",
+        "为什么要缩放",
+        "\\sqrt{d}",
+        "max",
+        "q",
+        "没有这个词",
+    ];
+    let Some(results) = client_search(&file, &queries) else {
+        return;
+    };
+    let found = |q: &str| hit_urls(&results[q]);
+    // Where ranking ties are possible, compare the sets.
+    let found_sorted = |q: &str| {
+        let mut urls = found(q);
+        urls.sort_unstable();
+        urls
+    };
+    assert_eq!(found("注意力"), ["/series/attention/"]);
+    assert_eq!(
+        found_sorted("缩放"),
+        ["/series/scaled/", "/series/scaled/#why-scale"]
+    );
+    assert_eq!(
+        found_sorted("softmax"),
+        ["/series/scaled/", "/series/scaled/#why-scale"]
+    );
+    assert_eq!(found_sorted("SOFT"), found_sorted("softmax"));
+    // A substring of the word 注意力.
+    assert_eq!(found("意力"), ["/series/attention/"]);
+    // Not in the text in one run: cut into the index's words 注意力 + 权重, both required.
+    assert_eq!(found("注意力权重"), ["/series/attention/"]);
+    // Pieces are ANDed; the heading counts.
+    assert_eq!(found("编码器 瓶颈"), ["/series/bottleneck/"]);
+    assert_eq!(found("缩放 瓶颈"), Vec::<&str>::new());
+    assert_eq!(found("为什么要缩放")[0], "/series/scaled/#why-scale");
+    assert_eq!(found("\\sqrt{d}"), ["/series/scaled/#why-scale"]);
+    // Latin pieces match at the start of a word.
+    assert_eq!(found("max"), Vec::<&str>::new());
+    // One Latin letter is no query; an unknown word finds nothing.
+    assert_eq!(found("q"), Vec::<&str>::new());
+    assert_eq!(found("没有这个词"), Vec::<&str>::new());
+
+    // Matches are marked in the link text (what was searched: the title before the first
+    // heading, the heading after) and in the snippet, in the page's case.
+    let hits = results["缩放"].as_array().unwrap();
+    let heading_hit = hits
+        .iter()
+        .find(|r| r["heading"] == "为什么要缩放")
+        .unwrap();
+    assert_eq!(marked(&heading_hit["label"]), ["缩放"]);
+    assert_eq!(text(&heading_hit["label"]), "缩放点积 › 为什么要缩放");
+    assert!(marked(&heading_hit["snippet"]).is_empty());
+    let title_hit = hits.iter().find(|r| r["heading"].is_null()).unwrap();
+    assert_eq!(text(&title_hit["label"]), "缩放点积");
+    assert_eq!(marked(&title_hit["label"]), ["缩放"]);
+    let hits = results["softmax"].as_array().unwrap();
+    let why = hits
+        .iter()
+        .find(|r| r["heading"] == "为什么要缩放")
+        .unwrap();
+    assert_eq!(marked(&why["snippet"]), ["Softmax"]);
+    assert_eq!(
+        text(&why["snippet"]),
+        "把点积除以 \\sqrt{d} 再做 Softmax，分布就不会过于尖锐。"
+    );
+    let intro = hits.iter().find(|r| r["heading"].is_null()).unwrap();
+    assert_eq!(marked(&intro["snippet"]), ["softmax"]);
+}
+
+/// The marked texts of a list of `{ text, mark }` parts.
+fn marked(parts: &Value) -> Vec<&str> {
+    parts
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|part| part["mark"] == true)
+        .map(|part| part["text"].as_str().unwrap())
+        .collect()
+}
+
+/// The whole text of a list of `{ text, mark }` parts.
+fn text(parts: &Value) -> String {
+    parts
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|part| part["text"].as_str().unwrap())
+        .collect()
+}
