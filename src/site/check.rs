@@ -1,0 +1,73 @@
+//! `attnbook check`: the site's links, references, quotes and math, without running anything.
+
+use std::path::Path;
+
+use crate::diagnostic::{Diagnostic, Diagnostics};
+use crate::lab;
+use crate::render;
+
+use super::{Outcome, bind_quotes, check_placements, cite_all, load, render_math};
+
+/// `attnbook check`: links, anchors, quotes, placements and math, without running experiments.
+///
+/// Names of values, figures and tables come from the last cached run of each chapter; a chapter
+/// that never ran is checked for everything but those names.
+pub fn check(root: &Path) -> Outcome {
+    let mut out = Outcome {
+        root: root.to_path_buf(),
+        ..Outcome::default()
+    };
+    let Some(mut series) = load(root, true, &mut out.diagnostics) else {
+        return out;
+    };
+    let runs = lab::last_results(&series);
+    let never_ran: Vec<String> = series
+        .chapters
+        .iter()
+        .zip(&runs)
+        .filter(|(c, r)| !c.doc.experiments.is_empty() && r.is_none())
+        .map(|(c, _)| c.slug.clone())
+        .collect();
+    for (chapter, run) in series.chapters.iter_mut().zip(runs) {
+        chapter.run = run;
+    }
+    let mut names = Diagnostics::default();
+    let _drift = bind_quotes(&mut series, &mut names);
+    check_placements(&series, &mut names);
+    out.diagnostics.extend(
+        names
+            .into_vec()
+            .into_iter()
+            .filter(|d| !mentions_any(d, &never_ran)),
+    );
+    out.diagnostics.extend(render::links::check(&series));
+    let (_, unresolved) = render::xref::resolve_all(&series);
+    out.diagnostics.extend(unresolved.into_iter().filter(|d| {
+        !d.help
+            .as_deref()
+            .is_some_and(|h| h.contains("have not run yet"))
+    }));
+    let _ = cite_all(&series, &mut out.diagnostics);
+    let _ = render_math(&series, &mut out.diagnostics);
+    out.diagnostics.promote_warnings();
+    out.errors_are_findings = true;
+    let formulas: usize = series.chapters.iter().map(|c| c.doc.maths.len()).sum();
+    let links: usize = series.chapters.iter().map(|c| c.doc.links.len()).sum();
+    out.report.push(format!(
+        "checked {} chapter(s): {formulas} formulas, {links} links{}",
+        series.chapters.len(),
+        if never_ran.is_empty() {
+            String::new()
+        } else {
+            format!("; never built, names unchecked: {}", never_ran.join(", "))
+        }
+    ));
+    out.series = Some(series);
+    out
+}
+
+fn mentions_any(d: &Diagnostic, slugs: &[String]) -> bool {
+    d.location
+        .as_ref()
+        .is_some_and(|l| slugs.iter().any(|s| crate::content::slug_of(&l.path) == *s))
+}

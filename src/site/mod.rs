@@ -1,0 +1,374 @@
+//! The build as a flat list of stages (DESIGN §2):
+//!
+//! 1. `content`  - load site.toml and the chapters, check front matter;
+//! 2. `markdown` - parse each chapter once into pieces (math, experiments, quotes, headings);
+//! 3. `lab`      - compile and run the experiment blocks (cached by content hash);
+//! 4. `quotes`   - bind quoted numbers to the rerun values and check them;
+//! 5. `render`   - math through KaTeX, pages through Tera;
+//! 6. `emit`     - every output file into a temporary directory, then swapped into `--out`.
+//!
+//! The other commands reuse the stages: `verify` runs 1-4 with the cache bypassed and reports
+//! drift instead of rendering (`verify.rs`), `check` runs 1, 2 and 4-5 on the last cached
+//! results without compiling anything (`check.rs`); `new` scaffolds a chapter (`scaffold.rs`).
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use crate::content::{self, Series};
+use crate::diagnostic::{Diagnostic, Diagnostics, Location};
+use crate::lab::{self, LabPlan};
+use crate::markdown::{self, Piece, PlacementKind};
+use crate::quotes::{self, Status};
+use crate::render::{self, html, math::MathRenderer};
+
+mod check;
+mod emit;
+mod scaffold;
+mod verify;
+
+pub use check::check;
+pub use scaffold::new_chapter;
+pub use verify::verify;
+
+/// What `build` should do.
+#[derive(Debug, Clone)]
+pub struct BuildPlan {
+    /// Site root.
+    pub root: PathBuf,
+    /// Output directory.
+    pub out: PathBuf,
+    /// Overrides `base_url` of site.toml.
+    pub base_url: Option<String>,
+    /// Include drafts.
+    pub drafts: bool,
+    /// Warnings fail the build.
+    pub strict: bool,
+    /// Experiment settings.
+    pub lab: LabPlan,
+}
+
+/// What `verify` should do.
+#[derive(Debug, Clone)]
+pub struct VerifyPlan {
+    /// Site root.
+    pub root: PathBuf,
+    /// Rewrite drifted numbers and outputs.
+    pub fix: bool,
+    /// Only these chapters (slugs or file names); all when empty.
+    pub chapters: Vec<String>,
+    /// Print JSON instead of text.
+    pub json: bool,
+    /// Experiment settings (the cache is always bypassed).
+    pub lab: LabPlan,
+}
+
+/// The outcome of a command: diagnostics to print plus a summary.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    /// Problems found.
+    pub diagnostics: Diagnostics,
+    /// True if verification or checks failed (exit 1), as opposed to errors (exit 2).
+    pub failed_checks: bool,
+    /// Lines for standard output.
+    pub report: Vec<String>,
+    /// The loaded series, for printing snippets.
+    pub series: Option<Series>,
+    /// The site root (for reading files to show in diagnostics).
+    pub root: PathBuf,
+    /// The errors are findings of `check` (exit 1), not broken input (exit 2).
+    pub errors_are_findings: bool,
+}
+
+/// Takes the site's lock for the whole command: two builds of one site at once would write the
+/// same experiment crate, cache and output. The second waits, and says so.
+fn lock_site(root: &Path) -> Result<std::fs::File, Diagnostic> {
+    let work = root.join(".attnbook");
+    let open = || {
+        std::fs::create_dir_all(&work)?;
+        std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(work.join("build.lock"))
+    };
+    let file = open().map_err(|e| {
+        Diagnostic::error(format!("cannot create {}: {e}", work.display()))
+            .with_help("attnbook keeps its cache in .attnbook/ in the site root; make it writable")
+    })?;
+    if file.try_lock().is_err() {
+        eprintln!("another attnbook command is running on this site; waiting for it to finish...");
+        file.lock()
+            .map_err(|e| Diagnostic::error(format!("cannot lock {}: {e}", work.display())))?;
+    }
+    Ok(file)
+}
+
+/// Stages 1-2: load and parse. Errors stop here.
+fn load(root: &Path, drafts: bool, diagnostics: &mut Diagnostics) -> Option<Series> {
+    let mut series = match content::load(root, drafts) {
+        Ok(series) => series,
+        Err(d) => {
+            diagnostics.extend(d.into_vec());
+            return None;
+        }
+    };
+    for chapter in &mut series.chapters {
+        let (doc, problems) = markdown::parse(chapter);
+        chapter.doc = doc;
+        diagnostics.extend(problems);
+    }
+    Some(series)
+}
+
+/// Stage 3: run the experiments and attach their results.
+fn run_lab(series: &mut Series, plan: &LabPlan, diagnostics: &mut Diagnostics) {
+    match lab::run(series, plan) {
+        Ok(runs) => {
+            for (chapter, run) in series.chapters.iter_mut().zip(runs) {
+                chapter.run = run;
+            }
+        }
+        Err(errors) => diagnostics.extend(errors),
+    }
+}
+
+/// Stage 4: bind quotes; drift becomes warnings (build) or failures (verify).
+fn bind_quotes(series: &mut Series, diagnostics: &mut Diagnostics) -> Vec<Diagnostic> {
+    let (bindings, errors) = quotes::bind(series);
+    diagnostics.extend(errors);
+    let mut drift = Vec::new();
+    for (chapter, bindings) in series.chapters.iter_mut().zip(bindings) {
+        for (quote, binding) in chapter.doc.quotes.iter().zip(&bindings) {
+            if binding.status == Status::Drift {
+                drift.push(drift_diagnostic(
+                    chapter.location(quote.number.span.clone()),
+                    &chapter.source[quote.number.span.clone()],
+                    binding,
+                ));
+            }
+        }
+        chapter.bindings = bindings;
+    }
+    drift
+}
+
+fn drift_diagnostic(location: Location, quoted: &str, binding: &quotes::Binding) -> Diagnostic {
+    let rerun = quotes::full(binding.rerun.unwrap_or(f64::NAN));
+    Diagnostic::warning(format!(
+        "quoted {quoted}  rerun {rerun}  ({})",
+        binding.rule
+    ))
+    .at(location)
+    .with_help("run `attnbook verify --fix` to update the prose, or change the experiment")
+}
+
+/// Placements must name a table or figure the chapter recorded.
+fn check_placements(series: &Series, diagnostics: &mut Diagnostics) {
+    for chapter in &series.chapters {
+        let results = chapter.run.as_ref().map(|r| &r.results);
+        for piece in &chapter.doc.pieces {
+            let Piece::Placement { kind, name, span } = piece else {
+                continue;
+            };
+            let known: Vec<&str> = match kind {
+                PlacementKind::Table => results
+                    .map(|r| r.tables.iter().map(|t| t.name.as_str()).collect())
+                    .unwrap_or_default(),
+                PlacementKind::Figure => results
+                    .map(|r| r.figures.iter().map(|f| f.name.as_str()).collect())
+                    .unwrap_or_default(),
+            };
+            if !known.contains(&name.as_str()) {
+                let what = if *kind == PlacementKind::Table {
+                    "table"
+                } else {
+                    "figure"
+                };
+                let mut d = Diagnostic::error(format!("unknown {what} `{name}`"))
+                    .at(chapter.location(span.clone()));
+                d = match crate::diagnostic::did_you_mean(&crate::diagnostic::closest(
+                    name,
+                    known.iter().copied(),
+                )) {
+                    Some(h) => d.with_help(h),
+                    None => d.with_help(format!(
+                        "record it in an experiment block with `lab.{what}(\"{name}\", ...)`"
+                    )),
+                };
+                diagnostics.push(d);
+            }
+        }
+    }
+}
+
+/// Stage 5a: citations and reference lists from the bibliography.
+fn cite_all(series: &Series, diagnostics: &mut Diagnostics) -> Vec<render::cite::ChapterCitations> {
+    let bibliography = match render::cite::load(&series.root) {
+        Ok(bib) => bib,
+        Err(errors) => {
+            diagnostics.extend(errors);
+            None
+        }
+    };
+    let (citations, problems) = render::cite::render(series, bibliography.as_ref());
+    diagnostics.extend(problems);
+    citations
+}
+
+/// Stage 5b: render every formula of the series; KaTeX errors become diagnostics.
+fn render_math(
+    series: &Series,
+    diagnostics: &mut Diagnostics,
+) -> Vec<Vec<Result<String, render::math::MathError>>> {
+    let renderer = MathRenderer::new(&series.config.katex.macros);
+    // Labelled equations carry their number as a KaTeX `\\tag`, counted per chapter.
+    let texts: Vec<(String, bool)> = series
+        .chapters
+        .iter()
+        .flat_map(|c| {
+            let mut n = 0;
+            c.doc.maths.iter().map(move |m| match &m.label {
+                Some(_) if m.display => {
+                    n += 1;
+                    (format!("{}\\tag{{{n}}}", m.tex), true)
+                }
+                _ => (m.tex.clone(), m.display),
+            })
+        })
+        .collect();
+    let formulas: Vec<(&str, bool)> = texts.iter().map(|(t, d)| (t.as_str(), *d)).collect();
+    let mut cache = render::math::MathCache::load(series.root.join(".attnbook/cache/math.json"));
+    let all = renderer.render_all(&formulas, &mut cache);
+    cache.save();
+    let mut rendered = all.into_iter();
+    let mut per_chapter = Vec::new();
+    for chapter in &series.chapters {
+        let results: Vec<_> = rendered.by_ref().take(chapter.doc.maths.len()).collect();
+        for (m, r) in chapter.doc.maths.iter().zip(&results) {
+            if let Err(e) = r {
+                diagnostics.push(
+                    // A warning, as DESIGN §3.2 asks: the page shows the formula in a red box,
+                    // and `--strict` (CI, publishing) turns it into a failure.
+                    Diagnostic::warning(format!("KaTeX cannot render this formula: {}", e.message))
+                        .at(chapter.location(m.span.clone()))
+                        .with_help("fix the TeX (KaTeX supports most of LaTeX math; see katex.org/docs/supported); the page shows it in a red box until then"),
+                );
+            }
+        }
+        per_chapter.push(results);
+    }
+    per_chapter
+}
+
+/// `attnbook build`.
+pub fn build(plan: &BuildPlan) -> Outcome {
+    let mut out = Outcome {
+        root: plan.root.clone(),
+        ..Outcome::default()
+    };
+    let _lock = match lock_site(&plan.root) {
+        Ok(lock) => lock,
+        Err(d) => {
+            out.diagnostics.push(d);
+            return out;
+        }
+    };
+    let started = Instant::now();
+    let Some(mut series) = load(&plan.root, plan.drafts, &mut out.diagnostics) else {
+        return out;
+    };
+    if let Some(url) = &plan.base_url {
+        series.config.base_url = url.clone();
+    }
+    if !out.diagnostics.has_errors() {
+        run_lab(&mut series, &plan.lab, &mut out.diagnostics);
+    }
+    let drift = bind_quotes(&mut series, &mut out.diagnostics);
+    out.diagnostics.extend(drift);
+    check_placements(&series, &mut out.diagnostics);
+    out.diagnostics.extend(render::links::check(&series));
+    let (refs, unresolved) = render::xref::resolve_all(&series);
+    out.diagnostics.extend(unresolved);
+    let citations = cite_all(&series, &mut out.diagnostics);
+    let maths = render_math(&series, &mut out.diagnostics);
+    // A rejected formula is an error like any other: the old site stays until it is fixed.
+    if plan.strict {
+        out.diagnostics.promote_warnings();
+    }
+    if out.diagnostics.has_errors() {
+        out.series = Some(series);
+        return out;
+    }
+    render_chapters(
+        &mut series,
+        &Rendered {
+            maths,
+            refs,
+            citations,
+        },
+    );
+    match emit::render_site(&series).and_then(|files| emit::write_site(&plan.out, files)) {
+        Ok(count) => {
+            let runs: Vec<_> = series
+                .chapters
+                .iter()
+                .filter_map(|c| c.run.as_ref())
+                .collect();
+            let cached = runs.iter().filter(|r| r.from_cache).count();
+            out.report.push(format!(
+                "built {} chapter(s), {count} file(s) into {} in {:.2}s; experiments: {} run, {cached} cached",
+                series.chapters.len(),
+                plan.out.display(),
+                started.elapsed().as_secs_f64(),
+                runs.len() - cached,
+            ));
+        }
+        Err(e) => out.diagnostics.extend(e),
+    }
+    out.series = Some(series);
+    out
+}
+
+/// What the page bodies need besides the chapters themselves.
+struct Rendered {
+    maths: Vec<Vec<Result<String, render::math::MathError>>>,
+    refs: Vec<Vec<Option<render::xref::Resolved>>>,
+    citations: Vec<render::cite::ChapterCitations>,
+}
+
+fn render_chapters(series: &mut Series, rendered: &Rendered) {
+    let base_path = series.config.base_path();
+    let per_chapter = rendered
+        .maths
+        .iter()
+        .zip(&rendered.refs)
+        .zip(&rendered.citations);
+    for (chapter, ((maths, refs), citations)) in series.chapters.iter_mut().zip(per_chapter) {
+        let inputs = html::PageInputs {
+            doc: &chapter.doc,
+            maths,
+            run: chapter.run.as_ref(),
+            bindings: &chapter.bindings,
+            base_path: &base_path,
+            refs,
+            citations: &citations.inline,
+        };
+        chapter.html = html::body_html(&inputs);
+        let headings: Vec<String> = (0..chapter.doc.headings.len())
+            .map(|i| html::heading_html(&inputs, i))
+            .collect();
+        for (heading, html) in chapter.doc.headings.iter_mut().zip(headings) {
+            heading.html = html;
+        }
+        if !citations.list_html.is_empty() {
+            chapter.html.push_str(&citations.list_html);
+            chapter.doc.headings.push(markdown::Heading {
+                level: 2,
+                id: "bibliography".into(),
+                text: "参考文献".into(),
+                span: 0..0,
+                html: "参考文献".into(),
+            });
+        }
+    }
+}

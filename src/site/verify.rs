@@ -1,0 +1,237 @@
+//! `attnbook verify [--fix]`: rerun every experiment and check the prose against it.
+
+use std::path::{Path, PathBuf};
+
+use crate::content::{self, Series};
+use crate::diagnostic::Diagnostic;
+use crate::quotes::{self, Status, fix, output};
+
+use super::{Outcome, VerifyPlan, bind_quotes, load, lock_site, run_lab};
+
+/// `attnbook verify`: rerun everything, check quotes and pinned outputs, optionally fix.
+pub fn verify(plan: &VerifyPlan) -> Outcome {
+    let mut out = Outcome {
+        root: plan.root.clone(),
+        ..Outcome::default()
+    };
+    let _lock = match lock_site(&plan.root) {
+        Ok(lock) => lock,
+        Err(d) => {
+            out.diagnostics.push(d);
+            return out;
+        }
+    };
+    let Some(mut series) = load(&plan.root, true, &mut out.diagnostics) else {
+        return out;
+    };
+    if let Err(d) = select_chapters(&series, &plan.chapters) {
+        out.diagnostics.push(d);
+        return out;
+    }
+    let mut lab_plan = plan.lab.clone();
+    lab_plan.rerun = true;
+    run_lab(&mut series, &lab_plan, &mut out.diagnostics);
+    let drift = bind_quotes(&mut series, &mut out.diagnostics);
+    if out.diagnostics.has_errors() {
+        out.series = Some(series);
+        return out;
+    }
+    let selected = |slug: &str, path: &Path| {
+        plan.chapters.is_empty()
+            || plan
+                .chapters
+                .iter()
+                .any(|c| c == slug || Path::new(c) == path || path.ends_with(c))
+    };
+    let mut report = VerifyReport::default();
+    for chapter in series
+        .chapters
+        .iter()
+        .filter(|c| selected(&c.slug, &c.path))
+    {
+        report.check_chapter(chapter);
+    }
+    let _ = drift;
+    if plan.fix {
+        out.report
+            .extend(report.apply_fixes(&series).unwrap_or_else(|e| {
+                out.diagnostics.push(e);
+                Vec::new()
+            }));
+    } else {
+        out.failed_checks = report.drifted() > 0;
+    }
+    out.report.splice(0..0, report.lines(plan.json));
+    out.series = Some(series);
+    out
+}
+
+fn select_chapters(series: &Series, wanted: &[String]) -> Result<(), Diagnostic> {
+    for w in wanted {
+        let known = series
+            .chapters
+            .iter()
+            .any(|c| c.slug == *w || c.path.ends_with(w));
+        if !known {
+            let d = Diagnostic::error(format!("no chapter `{w}`"));
+            return Err(
+                match crate::diagnostic::did_you_mean(&crate::diagnostic::closest(
+                    w,
+                    series.chapters.iter().map(|c| c.slug.as_str()),
+                )) {
+                    Some(h) => d.with_help(h),
+                    None => d.with_help(
+                        "name a chapter by its slug (file name without `NN-` and `.md`)",
+                    ),
+                },
+            );
+        }
+    }
+    Ok(())
+}
+
+/// What `verify` found.
+#[derive(Debug, Default)]
+struct VerifyReport {
+    quotes: usize,
+    outputs: usize,
+    failures: Vec<Failure>,
+}
+
+#[derive(Debug, serde::Serialize)]
+struct Failure {
+    path: PathBuf,
+    line: usize,
+    col: usize,
+    kind: &'static str,
+    quoted: String,
+    rerun: String,
+    rule: String,
+    #[serde(skip)]
+    edit: Option<fix::Edit>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    diff: Option<String>,
+}
+
+impl VerifyReport {
+    fn check_chapter(&mut self, chapter: &content::Chapter) {
+        for (quote, binding) in chapter.doc.quotes.iter().zip(&chapter.bindings) {
+            self.quotes += 1;
+            if binding.status != Status::Drift {
+                continue;
+            }
+            let loc = chapter.location(quote.number.span.clone());
+            let edit = (!quote.tolerance.is_bound()).then(|| fix::Edit {
+                span: quote.number.span.clone(),
+                text: binding.formatted.clone(),
+            });
+            self.failures.push(Failure {
+                path: loc.path,
+                line: loc.line,
+                col: loc.col,
+                kind: "quote",
+                quoted: chapter.source[quote.number.span.clone()].to_string(),
+                rerun: binding.rerun.map(quotes::full).unwrap_or_default(),
+                rule: binding.rule.clone(),
+                edit,
+                diff: None,
+            });
+        }
+        let Some(run) = &chapter.run else { return };
+        for exp in &chapter.doc.experiments {
+            let Some(pinned) = &exp.pinned else { continue };
+            self.outputs += 1;
+            let fresh = run
+                .blocks
+                .get(exp.index)
+                .map(|b| b.stdout.as_str())
+                .unwrap_or("");
+            if output::matches(&pinned.text, fresh) {
+                continue;
+            }
+            let loc = chapter.location(pinned.text_span.clone());
+            self.failures.push(Failure {
+                path: loc.path,
+                line: pinned.line,
+                col: 1,
+                kind: "output",
+                quoted: pinned.text.clone(),
+                rerun: fresh.to_string(),
+                rule: "pinned output".into(),
+                edit: Some(fix::Edit {
+                    span: pinned.text_span.clone(),
+                    text: fresh.to_string(),
+                }),
+                diff: Some(output::diff(&pinned.text, fresh)),
+            });
+        }
+    }
+
+    fn drifted(&self) -> usize {
+        self.failures.len()
+    }
+
+    fn lines(&self, json: bool) -> Vec<String> {
+        if json {
+            let value = serde_json::json!({
+                "quotes": self.quotes,
+                "outputs": self.outputs,
+                "drifted": self.drifted(),
+                "failures": self.failures,
+            });
+            return vec![serde_json::to_string_pretty(&value).unwrap_or_default()];
+        }
+        let mut lines = Vec::new();
+        for f in &self.failures {
+            let place = format!("{}:{}:{}", f.path.display(), f.line, f.col);
+            match &f.diff {
+                None => lines.push(format!(
+                    "{place}  quoted {}  rerun {}  ({})",
+                    f.quoted, f.rerun, f.rule
+                )),
+                Some(diff) => lines.push(format!(
+                    "{place}  pinned output differs from the rerun\n{}",
+                    diff.trim_end()
+                )),
+            }
+        }
+        lines.push(format!(
+            "{} quotes, {} outputs checked, {} drifted",
+            self.quotes,
+            self.outputs,
+            self.drifted()
+        ));
+        lines
+    }
+
+    fn apply_fixes(&self, series: &Series) -> Result<Vec<String>, Diagnostic> {
+        let mut lines = Vec::new();
+        for chapter in &series.chapters {
+            let edits: Vec<fix::Edit> = self
+                .failures
+                .iter()
+                .filter(|f| f.path == chapter.path)
+                .filter_map(|f| f.edit.clone())
+                .collect();
+            if edits.is_empty() {
+                continue;
+            }
+            let text = fix::apply(&chapter.source, &edits);
+            fix::write_atomically(&series.root.join(&chapter.path), &text).map_err(|e| {
+                Diagnostic::error(format!("cannot write {}: {e}", chapter.path.display()))
+            })?;
+            lines.push(format!(
+                "fixed {} place(s) in {}",
+                edits.len(),
+                chapter.path.display()
+            ));
+        }
+        let bounds = self.failures.iter().filter(|f| f.edit.is_none()).count();
+        if bounds > 0 {
+            lines.push(format!(
+                "{bounds} bound quote(s) left as they are: bounds are never rewritten"
+            ));
+        }
+        Ok(lines)
+    }
+}
