@@ -198,9 +198,13 @@ function watch(page) {
     }
   });
   page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
-  page.on("requestfailed", (r) =>
-    problems.push(`request failed: ${r.url()} (${r.failure() ? r.failure().errorText : "?"})`),
-  );
+  page.on("requestfailed", (r) => {
+    const error = r.failure() ? r.failure().errorText : "?";
+    // A navigation (opening a search result) cancels the old page's pending requests: that is
+    // the browser's doing, not a broken resource.
+    if (error === "net::ERR_ABORTED") return;
+    problems.push(`request failed: ${r.url()} (${error})`);
+  });
   page.on("response", (r) => {
     if (r.status() >= 400) problems.push(`HTTP ${r.status()} for ${r.url()}`);
   });
