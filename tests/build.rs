@@ -312,3 +312,21 @@ fn editor_leftovers_in_content_are_not_chapters() {
     let run = site.run(&["build"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
 }
+
+#[test]
+fn tag_and_category_pages_and_related_chapters() {
+    let site = Site::fixture("basic");
+    let second = site.read("content/02-second.md").replace("number = 2\n", "number = 2\ntags = [\"dot\"]\n");
+    site.write("content/02-second.md", &second);
+    assert_eq!(site.run(&["build"]).code, 0);
+    let first = site.read("public/first/index.html");
+    assert!(first.contains("<a class=\"tag\" href=\"/series/tags/dot/\">dot</a>"), "{first}");
+    assert!(first.contains("<a class=\"category\" href=\"/series/categories/basics/\">basics</a>"));
+    assert!(first.contains("<nav class=\"related\">") && first.contains("<a href=\"/series/second/\">第二篇：没有实验</a>"));
+    let dot = site.read("public/tags/dot/index.html");
+    assert!(dot.contains("第一篇：点积注意力") && dot.contains("第二篇：没有实验"));
+    assert!(!site.read("public/tags/attention/index.html").contains("第二篇"));
+    let all = site.read("public/tags/index.html");
+    assert!(all.contains("<a class=\"tag\" href=\"/series/tags/dot/\">dot</a> <span class=\"count\">2</span>"), "{all}");
+    assert!(site.path("public/categories/basics/index.html").exists());
+}

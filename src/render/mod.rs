@@ -10,6 +10,7 @@ pub mod html;
 pub mod links;
 pub mod math;
 pub mod search;
+pub mod taxonomy;
 pub mod xref;
 
 use std::path::Path;
@@ -23,7 +24,15 @@ use crate::diagnostic::{Diagnostic, Location};
 use crate::lab::RunMeta;
 use crate::markdown::Heading;
 
-const DEFAULT_TEMPLATES: [(&str, &str); 7] = [
+const DEFAULT_TEMPLATES: [(&str, &str); 9] = [
+    (
+        "taxonomy.html",
+        include_str!("../../templates/taxonomy.html"),
+    ),
+    (
+        "taxonomies.html",
+        include_str!("../../templates/taxonomies.html"),
+    ),
     ("404.html", include_str!("../../templates/404.html")),
     ("atom.xml", include_str!("../../templates/atom.xml")),
     ("sitemap.xml", include_str!("../../templates/sitemap.xml")),
@@ -133,6 +142,8 @@ pub struct ChapterView<'a> {
     content: &'a str,
     permalink: String,
     updated: String,
+    tag_links: Vec<taxonomy::TermLink>,
+    category_link: Option<taxonomy::TermLink>,
 }
 
 impl<'a> ChapterView<'a> {
@@ -152,6 +163,17 @@ impl<'a> ChapterView<'a> {
             permalink: format!("{base_url}{}/", chapter.slug),
             date: chapter.front.date_string(),
             tags: &chapter.front.tags,
+            tag_links: chapter
+                .front
+                .tags
+                .iter()
+                .map(|t| taxonomy::TermLink::new(base_path, taxonomy::Kind::Tag, t))
+                .collect(),
+            category_link: chapter
+                .front
+                .category
+                .as_deref()
+                .map(|c| taxonomy::TermLink::new(base_path, taxonomy::Kind::Category, c)),
             category: chapter.front.category.as_deref(),
             summary: chapter.front.summary.as_deref(),
             content: &chapter.html,
@@ -171,6 +193,17 @@ struct MetaView {
     description: String,
     url: String,
     kind: &'static str,
+}
+
+impl MetaView {
+    fn website(site: &SiteView<'_>, title: String, url: String) -> Self {
+        MetaView {
+            title,
+            description: site.description.to_string(),
+            url,
+            kind: "website",
+        }
+    }
 }
 
 /// The URL of a chapter page.
@@ -267,6 +300,11 @@ pub fn chapter_page<'a>(
         &index.checked_sub(1).map(|i| link(&series.chapters[i])),
     );
     context.insert("next", &series.chapters.get(index + 1).map(link));
+    let related: Vec<LinkView<'_>> = taxonomy::related(series, chapter)
+        .into_iter()
+        .map(link)
+        .collect();
+    context.insert("related", &related);
     context.insert("run", &chapter.run.as_ref().map(|r| run_view(&r.meta)));
     tera.render("chapter.html", &context)
         .map_err(|e| template_error(&e, "chapter.html").at(Location::at_line(&chapter.path, 1, 1)))

@@ -37,6 +37,10 @@ pub(super) fn render_site(series: &Series) -> Result<Files, Vec<Diagnostic>> {
         Ok(page) => files.push((PathBuf::from("index.html"), page.into_bytes())),
         Err(d) => errors.push(d),
     }
+    match render::taxonomy::pages(&tera, series) {
+        Ok(pages) => files.extend(pages),
+        Err(d) => errors.push(d),
+    }
     let pages = [("404.html", render::not_found_page(&tera, series))]
         .into_iter()
         .chain(["atom.xml", "sitemap.xml"].map(|t| (t, render::feed(&tera, series, t))));
