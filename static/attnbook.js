@@ -104,3 +104,55 @@
     init();
   }
 })();
+
+/*
+ * Copy buttons on code blocks: a small button in the corner of every `pre > code` copies the
+ * code as the reader sees it (hidden `# ` lines of experiments are not on the page).
+ */
+(function () {
+  "use strict";
+
+  function copy(text) {
+    if (navigator.clipboard && window.isSecureContext) return navigator.clipboard.writeText(text);
+    // Plain http (a LAN preview): fall back to a hidden textarea.
+    return new Promise(function (resolve, reject) {
+      var area = document.createElement("textarea");
+      area.value = text;
+      area.setAttribute("readonly", "");
+      area.style.position = "fixed";
+      area.style.opacity = "0";
+      document.body.appendChild(area);
+      area.select();
+      var ok = false;
+      try { ok = document.execCommand("copy"); } catch (e) { ok = false; }
+      document.body.removeChild(area);
+      if (ok) resolve(); else reject(new Error("copy failed"));
+    });
+  }
+
+  function addButton(pre) {
+    var code = pre.querySelector("code");
+    if (!code || pre.querySelector("button.copy-code")) return;
+    var button = document.createElement("button");
+    button.type = "button";
+    button.className = "copy-code";
+    button.textContent = "复制";
+    button.setAttribute("aria-label", "复制代码");
+    button.addEventListener("click", function () {
+      copy(code.innerText).then(
+        function () { button.textContent = "已复制"; },
+        function () { button.textContent = "复制失败"; }
+      );
+      setTimeout(function () { button.textContent = "复制"; }, 1500);
+    });
+    pre.appendChild(button);
+  }
+
+  function init() {
+    var blocks = document.querySelectorAll("article pre");
+    for (var i = 0; i < blocks.length; i++) addButton(blocks[i]);
+  }
+
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
+  else init();
+})();

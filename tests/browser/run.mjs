@@ -798,6 +798,29 @@ async function main() {
       }
     });
 
+    await check(`copy ${tocSlug}: the copy button copies a code block to the clipboard`, async () => {
+      const ctx = await newContext({ viewport: DESKTOP });
+      try {
+        await ctx.grantPermissions(["clipboard-read", "clipboard-write"]);
+        const page = await ctx.newPage();
+        const problems = watch(page);
+        await goto(page, pageUrl(tocSlug));
+        const pre = page.locator("div.experiment-code pre").first();
+        assert((await pre.count()) === 1, "no experiment code block");
+        await pre.hover();
+        const button = pre.locator("button.copy-code");
+        assert((await button.count()) === 1, "no button.copy-code in the code block");
+        await button.click();
+        await pollUntil(async () => (await button.textContent()) === "已复制");
+        const copied = await page.evaluate(() => navigator.clipboard.readText());
+        const shown = await pre.locator("code").innerText();
+        assert(copied === shown && copied.length > 10, `clipboard holds ${JSON.stringify(copied.slice(0, 40))}`);
+        assert(problems.length === 0, problems.join("; "));
+      } finally {
+        await ctx.close();
+      }
+    });
+
     await check(`toc ${tocSlug} at 390px: details.toc-inline shown, sidebar hidden, links work`, async () => {
       const ctx = await newContext({ viewport: NARROW, isMobile: true, hasTouch: true, deviceScaleFactor: 2 });
       try {
