@@ -316,17 +316,45 @@ fn editor_leftovers_in_content_are_not_chapters() {
 #[test]
 fn tag_and_category_pages_and_related_chapters() {
     let site = Site::fixture("basic");
-    let second = site.read("content/02-second.md").replace("number = 2\n", "number = 2\ntags = [\"dot\"]\n");
+    let second = site
+        .read("content/02-second.md")
+        .replace("number = 2\n", "number = 2\ntags = [\"dot\"]\n");
     site.write("content/02-second.md", &second);
     assert_eq!(site.run(&["build"]).code, 0);
     let first = site.read("public/first/index.html");
-    assert!(first.contains("<a class=\"tag\" href=\"/series/tags/dot/\">dot</a>"), "{first}");
+    assert!(
+        first.contains("<a class=\"tag\" href=\"/series/tags/dot/\">dot</a>"),
+        "{first}"
+    );
     assert!(first.contains("<a class=\"category\" href=\"/series/categories/basics/\">basics</a>"));
-    assert!(first.contains("<nav class=\"related\">") && first.contains("<a href=\"/series/second/\">第二篇：没有实验</a>"));
+    assert!(
+        first.contains("<nav class=\"related\">")
+            && first.contains("<a href=\"/series/second/\">第二篇：没有实验</a>")
+    );
     let dot = site.read("public/tags/dot/index.html");
     assert!(dot.contains("第一篇：点积注意力") && dot.contains("第二篇：没有实验"));
-    assert!(!site.read("public/tags/attention/index.html").contains("第二篇"));
+    assert!(
+        !site
+            .read("public/tags/attention/index.html")
+            .contains("第二篇")
+    );
     let all = site.read("public/tags/index.html");
-    assert!(all.contains("<a class=\"tag\" href=\"/series/tags/dot/\">dot</a> <span class=\"count\">2</span>"), "{all}");
+    assert!(
+        all.contains(
+            "<a class=\"tag\" href=\"/series/tags/dot/\">dot</a> <span class=\"count\">2</span>"
+        ),
+        "{all}"
+    );
     assert!(site.path("public/categories/basics/index.html").exists());
+}
+
+#[test]
+fn images_come_from_static_under_the_base_path() {
+    let site = Site::fixture("images");
+    let text = site.read("content/01-a.md");
+    site.write("content/01-a.md", text.lines().take(7).collect::<Vec<_>>().join("\n").as_str());
+    let run = site.run(&["build"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(site.read("public/a/index.html").contains("<img src=\"/series/img/dot.svg\" alt=\"一个图\""));
+    assert!(site.path("public/img/dot.svg").exists());
 }

@@ -184,3 +184,14 @@ fn unresolved_cross_references_are_errors_with_suggestions() {
     let run = failing_build("xref");
     insta::assert_snapshot!("unresolved_xref", run.stderr);
 }
+
+#[test]
+fn images_outside_the_site_or_missing_are_errors() {
+    let site = Site::fixture("images");
+    std::os::unix::fs::symlink("/etc/hostname", site.path("static/img/link.png")).unwrap();
+    let text = site.read("content/01-a.md") + "\n![链接](img/link.png)\n";
+    site.write("content/01-a.md", &text);
+    let run = site.run(&["build"]);
+    assert_eq!(run.code, 2);
+    insta::assert_snapshot!("bad_images", run.stderr);
+}

@@ -129,6 +129,21 @@ fn piece_event(
                 id: id.clone(),
             })
         }
+        Piece::Event(Event::Start(Tag::Image {
+            link_type,
+            dest_url,
+            title,
+            id,
+        })) => {
+            let dest =
+                links::image_url(dest_url, inputs.base_path).map_or(dest_url.clone(), Into::into);
+            Event::Start(Tag::Image {
+                link_type: *link_type,
+                dest_url: dest,
+                title: title.clone(),
+                id: id.clone(),
+            })
+        }
         Piece::Event(event) => event.clone(),
         Piece::Math(i) => {
             Event::InlineHtml(math_html(&inputs.doc.maths[*i], &inputs.maths[*i]).into())

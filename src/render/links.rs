@@ -49,6 +49,49 @@ pub fn rewrite(dest: &str, base_path: &str) -> Option<String> {
     }
 }
 
+/// Images are files of the site's `static/` directory, written relative to it
+/// (`![注意力](img/heatmap.png)`); the page gets the URL under the base path.
+pub fn image_url(dest: &str, base_path: &str) -> Option<String> {
+    let external = dest.contains("://") || dest.starts_with("data:") || dest.starts_with('/');
+    (!external).then(|| format!("{base_path}{}", dest.trim_start_matches("./")))
+}
+
+/// Checks an image path: inside `static/` (no `..` out of it, no absolute path, no symlink
+/// leading outside the site) and present.
+fn check_image(root: &std::path::Path, dest: &str) -> Option<(String, String)> {
+    if dest.contains("://") || dest.starts_with("data:") {
+        return None;
+    }
+    if dest.starts_with('/') {
+        return Some((
+            format!("image `{dest}` is an absolute path"),
+            "write the path relative to static/, e.g. `img/figure.png`; the page gets the base path".into(),
+        ));
+    }
+    let statics = root.join("static");
+    let path = statics.join(dest);
+    let inside =
+        |p: &std::path::Path| std::fs::canonicalize(&statics).is_ok_and(|s| p.starts_with(s));
+    match std::fs::canonicalize(&path) {
+        Ok(real) if inside(&real) => None,
+        Ok(real) => Some((
+            format!(
+                "image `{dest}` resolves to {}, outside the site's static/ directory",
+                real.display()
+            ),
+            "keep images inside static/ (no `..`, no links leading out of the site)".into(),
+        )),
+        Err(_) if dest.split('/').any(|part| part == "..") => Some((
+            format!("image `{dest}` points outside the site's static/ directory"),
+            "keep images inside static/ (no `..`, no links leading out of the site)".into(),
+        )),
+        Err(_) => Some((
+            format!("image `{dest}` not found in static/"),
+            format!("add static/{dest}"),
+        )),
+    }
+}
+
 /// Every anchor of every chapter: headings, figures, tables, experiment blocks.
 fn anchors(series: &Series) -> BTreeMap<&str, Vec<String>> {
     let mut all = BTreeMap::new();
@@ -93,6 +136,16 @@ pub fn check(series: &Series) -> Vec<Diagnostic> {
     let mut problems = Vec::new();
     for chapter in &series.chapters {
         for link in &chapter.doc.links {
+            if link.image {
+                if let Some((message, help)) = check_image(&series.root, &link.dest) {
+                    problems.push(
+                        Diagnostic::error(message)
+                            .at(chapter.location(link.span.clone()))
+                            .with_help(help),
+                    );
+                }
+                continue;
+            }
             let (slug, anchor) = match target(&link.dest) {
                 Target::Chapter(slug, anchor) => (slug, anchor),
                 Target::Anchor(anchor) => (chapter.slug.clone(), Some(anchor)),
