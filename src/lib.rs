@@ -20,6 +20,7 @@ pub mod cli;
 pub mod config;
 pub mod content;
 pub mod diagnostic;
+pub mod fuzzing;
 pub mod interrupt;
 pub mod lab;
 pub mod markdown;

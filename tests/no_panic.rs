@@ -4,13 +4,7 @@
 //! needs a nightly toolchain, which this project's machines do not have). For a long campaign:
 //! `PROPTEST_CASES=200000 cargo test --release --test no_panic`.
 
-use std::path::Path;
-
-use attnbook::config::Config;
-use attnbook::content::{Chapter, Series};
-use attnbook::markdown;
 use attnbook::quotes::syntax;
-use attnbook::render::{html, links, xref};
 use proptest::prelude::*;
 
 /// Pieces of the authoring syntax, broken and whole, plus arbitrary text.
@@ -56,50 +50,8 @@ fn chapter_text() -> impl Strategy<Value = String> {
     prop::collection::vec(fragment(), 0..40).prop_map(|parts| parts.concat())
 }
 
-fn config() -> Config {
-    Config::parse(Path::new("site.toml"), "title = \"T\"\nbase_url = \"/\"\n").unwrap()
-}
-
-/// Every pure stage on one chapter; returns nothing, must not panic.
 fn run_stages(text: String) {
-    let _ = syntax::scan(&text, 0, &[]);
-    let Ok(mut chapter) = Chapter::parse(Path::new("content/01-x.md"), text) else {
-        return;
-    };
-    let (doc, _diagnostics) = markdown::parse(&chapter);
-    chapter.doc = doc;
-    let mut series = Series {
-        root: ".".into(),
-        config: config(),
-        chapters: vec![chapter],
-    };
-    let (bindings, _) = attnbook::quotes::bind(&series);
-    series.chapters[0].bindings = bindings.into_iter().next().unwrap_or_default();
-    let _ = links::check(&series);
-    let (refs, _) = xref::resolve_all(&series);
-    let chapter = &series.chapters[0];
-    let maths: Vec<_> = chapter
-        .doc
-        .maths
-        .iter()
-        .map(|_| Ok(String::new()))
-        .collect();
-    let citations: Vec<String> = chapter
-        .doc
-        .citations
-        .iter()
-        .map(|_| String::new())
-        .collect();
-    let inputs = html::PageInputs {
-        doc: &chapter.doc,
-        maths: &maths,
-        run: None,
-        bindings: &chapter.bindings,
-        base_path: "/",
-        refs: &refs[0],
-        citations: &citations,
-    };
-    let _ = html::body_html(&inputs);
+    attnbook::fuzzing::pure_stages(text);
 }
 
 proptest! {
