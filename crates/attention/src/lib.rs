@@ -1,5 +1,5 @@
 //! The attention core of attnbook: every formula the article series computes, in `f64`,
-//! with no I/O and no plotting.
+//! with no I/O and no plotting, and fast paths for the two cases the series times.
 //!
 //! Vectors are `Array1<f64>`; matrices are `Array2<f64>` whose **rows are positions**
 //! (one key, value or query per row). Every function accepts `&` of an owned array or of a
@@ -17,6 +17,16 @@
 //!    past weights.
 //! 7. `metrics`, `loss` - entropy and friends; cross-entropy against a target alignment.
 //! 8. `grad` - backward passes, so a scorer can be trained with SGD.
+//!
+//! The fast paths compute the same formulas, written for speed (numbers in
+//! `docs/performance.md`):
+//!
+//! - `fused` - one query's scores and softmax in one pass ([`dot_softmax`],
+//!   [`scaled_dot_softmax`], [`Additive::softmax_precomputed`]): a decoder step.
+//! - `flash` - [`flash_attention`] for long sequences, in `f32` or `f64` ([`Float`]): tiled,
+//!   with an online softmax, never forming the `n x n` weights.
+//! - `simd`, `float` - underneath both: SIMD registers picked at run time (AVX-512, AVX2 or
+//!   portable code) and an `exp` and `tanh` that vectorise.
 //!
 //! Misuse (mismatched shapes) panics with a message naming the function; each such function
 //! documents it under `# Panics`, and `try_*` variants return [`AttentionError`] instead.
@@ -37,6 +47,9 @@ mod additive;
 mod attend;
 mod coverage;
 mod error;
+mod flash;
+mod float;
+mod fused;
 mod grad;
 mod init;
 mod local;
@@ -45,6 +58,7 @@ mod mask;
 mod metrics;
 mod multihead;
 mod scores;
+mod simd;
 mod softmax;
 #[cfg(test)]
 mod test_util;
@@ -53,6 +67,9 @@ pub use additive::{Additive, Precomputed};
 pub use attend::{attend, scaled_dot_product_attention, try_scaled_dot_product_attention};
 pub use coverage::{Coverage, coverage_penalty};
 pub use error::AttentionError;
+pub use flash::{flash_attention, flash_attention_threads};
+pub use float::Float;
+pub use fused::{dot_softmax, scaled_dot_softmax};
 pub use grad::{AdditiveGrads, GeneralGrads, general_scores_backward, softmax_backward};
 pub use init::{randn1, randn2, xavier_normal, xavier_uniform};
 pub use local::{local_attention, local_window, predict_position, try_local_attention};

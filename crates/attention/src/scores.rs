@@ -112,7 +112,7 @@ impl Concat {
 }
 
 #[track_caller]
-fn assert_query_fits(op: &str, d_s: usize, d_h: usize) {
+pub(crate) fn assert_query_fits(op: &str, d_s: usize, d_h: usize) {
     assert!(
         d_s == d_h,
         "{op}: query has length {d_s} but keys have {d_h} columns"
