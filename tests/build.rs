@@ -352,9 +352,15 @@ fn tag_and_category_pages_and_related_chapters() {
 fn images_come_from_static_under_the_base_path() {
     let site = Site::fixture("images");
     let text = site.read("content/01-a.md");
-    site.write("content/01-a.md", text.lines().take(7).collect::<Vec<_>>().join("\n").as_str());
+    site.write(
+        "content/01-a.md",
+        text.lines().take(7).collect::<Vec<_>>().join("\n").as_str(),
+    );
     let run = site.run(&["build"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
-    assert!(site.read("public/a/index.html").contains("<img src=\"/series/img/dot.svg\" alt=\"一个图\""));
+    assert!(
+        site.read("public/a/index.html")
+            .contains("<img src=\"/series/img/dot.svg\" alt=\"一个图\"")
+    );
     assert!(site.path("public/img/dot.svg").exists());
 }
