@@ -120,11 +120,11 @@ fn piece_event(
             title,
             id,
         })) => {
-            let dest =
+            let dest_url =
                 links::rewrite(dest_url, inputs.base_path).map_or(dest_url.clone(), Into::into);
             Event::Start(Tag::Link {
                 link_type: *link_type,
-                dest_url: dest,
+                dest_url,
                 title: title.clone(),
                 id: id.clone(),
             })
@@ -135,11 +135,11 @@ fn piece_event(
             title,
             id,
         })) => {
-            let dest =
+            let dest_url =
                 links::image_url(dest_url, inputs.base_path).map_or(dest_url.clone(), Into::into);
             Event::Start(Tag::Image {
                 link_type: *link_type,
-                dest_url: dest,
+                dest_url,
                 title: title.clone(),
                 id: id.clone(),
             })

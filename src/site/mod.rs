@@ -103,6 +103,22 @@ fn lock_site(root: &Path) -> Result<std::fs::File, Diagnostic> {
     Ok(file)
 }
 
+/// Opens a command's outcome and takes the site lock (held until the guard drops); a lock
+/// that cannot be had is the outcome.
+fn start(root: &Path) -> Result<(Outcome, std::fs::File), Outcome> {
+    let mut out = Outcome {
+        root: root.to_path_buf(),
+        ..Outcome::default()
+    };
+    match lock_site(root) {
+        Ok(lock) => Ok((out, lock)),
+        Err(d) => {
+            out.diagnostics.push(d);
+            Err(out)
+        }
+    }
+}
+
 /// Stages 1-2: load and parse. Errors stop here.
 fn load(root: &Path, drafts: bool, diagnostics: &mut Diagnostics) -> Option<Series> {
     let mut series = match content::load(root, drafts) {
@@ -262,16 +278,9 @@ fn render_math(
 
 /// `attnbook build`.
 pub fn build(plan: &BuildPlan) -> Outcome {
-    let mut out = Outcome {
-        root: plan.root.clone(),
-        ..Outcome::default()
-    };
-    let _lock = match lock_site(&plan.root) {
-        Ok(lock) => lock,
-        Err(d) => {
-            out.diagnostics.push(d);
-            return out;
-        }
+    let (mut out, _lock) = match start(&plan.root) {
+        Ok(started) => started,
+        Err(failed) => return failed,
     };
     let started = Instant::now();
     let Some(mut series) = load(&plan.root, plan.drafts, &mut out.diagnostics) else {

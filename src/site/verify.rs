@@ -6,20 +6,13 @@ use crate::content::{self, Series};
 use crate::diagnostic::Diagnostic;
 use crate::quotes::{self, Status, fix, output};
 
-use super::{Outcome, VerifyPlan, bind_quotes, load, lock_site, run_lab};
+use super::{Outcome, VerifyPlan, bind_quotes, load, run_lab, start};
 
 /// `attnbook verify`: rerun everything, check quotes and pinned outputs, optionally fix.
 pub fn verify(plan: &VerifyPlan) -> Outcome {
-    let mut out = Outcome {
-        root: plan.root.clone(),
-        ..Outcome::default()
-    };
-    let _lock = match lock_site(&plan.root) {
-        Ok(lock) => lock,
-        Err(d) => {
-            out.diagnostics.push(d);
-            return out;
-        }
+    let (mut out, _lock) = match start(&plan.root) {
+        Ok(started) => started,
+        Err(failed) => return failed,
     };
     let Some(mut series) = load(&plan.root, true, &mut out.diagnostics) else {
         return out;
