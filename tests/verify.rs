@@ -115,3 +115,30 @@ fn fix_fills_an_empty_pinned_output_inside_its_fences() {
     assert_eq!(site.run(&["verify", "--fix"]).code, 0);
     assert_eq!(site.read(path), original);
 }
+
+#[test]
+fn a_failing_bound_is_never_rewritten_and_keeps_failing() {
+    let site = Site::fixture("quotes");
+    let path = "content/01-q.md";
+    site.write(
+        path,
+        &site
+            .read(path)
+            .replace("[40x]{=ratio >=2}", "[40x]{=ratio >=5}"),
+    );
+    let fixed = site.run(&["verify", "--fix"]);
+    assert_eq!(fixed.code, 1, "{}{}", fixed.stdout, fixed.stderr);
+    assert!(
+        fixed.stdout.contains("1 bound quote(s) left as they are"),
+        "{}",
+        fixed.stdout
+    );
+    assert!(site.read(path).contains("[40x]{=ratio >=5}"));
+    let run = site.run(&["verify"]);
+    assert_eq!(run.code, 1);
+    assert!(
+        run.stdout.contains("quoted 40  rerun 3  (>=5)"),
+        "{}",
+        run.stdout
+    );
+}

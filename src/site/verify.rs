@@ -24,7 +24,8 @@ pub fn verify(plan: &VerifyPlan) -> Outcome {
     let mut lab_plan = plan.lab.clone();
     lab_plan.rerun = true;
     run_lab(&mut series, &lab_plan, &mut out.diagnostics);
-    let drift = bind_quotes(&mut series, &mut out.diagnostics);
+    // Drift is reported below as verify's own lines, not as build-style warnings.
+    let _drift_warnings = bind_quotes(&mut series, &mut out.diagnostics);
     if out.diagnostics.has_errors() {
         out.series = Some(series);
         return out;
@@ -44,13 +45,14 @@ pub fn verify(plan: &VerifyPlan) -> Outcome {
     {
         report.check_chapter(chapter);
     }
-    let _ = drift;
     if plan.fix {
         out.report
             .extend(report.apply_fixes(&series).unwrap_or_else(|e| {
                 out.diagnostics.push(e);
                 Vec::new()
             }));
+        // A bound that fails cannot be fixed by rewriting the prose: it stays a failure.
+        out.failed_checks = report.unfixable() > 0;
     } else {
         out.failed_checks = report.drifted() > 0;
     }
@@ -158,6 +160,10 @@ impl VerifyReport {
                 diff: Some(output::diff(&pinned.text, fresh)),
             });
         }
+    }
+
+    fn unfixable(&self) -> usize {
+        self.failures.iter().filter(|f| f.edit.is_none()).count()
     }
 
     fn drifted(&self) -> usize {
