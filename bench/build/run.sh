@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# Times full builds of synthetic corpora with attnbook and with mdBook 0.5 + mdbook-katex, in
+# one run, and prints one table with pages/s, CPU seconds, peak memory and the ratios.
+#
+#   bench/build/run.sh [--sizes "60 600 3000"] [--mdbook-limit SECONDS]
+#
+# For every size and each variant (`unique`: 13 formulas per page, every one distinct;
+# `nomath`: the same pages with the formulas replaced by plain text) it generates both corpora
+# with gen_corpus.py under target/bench-build/, then times with /usr/bin/time:
+#   attnbook cold  `attnbook --root SITE build` after deleting SITE/.attnbook (math cache) and
+#                  SITE/public;
+#   attnbook warm  the same build again, math cache kept;
+#   mdbook         `mdbook build BOOK` after deleting BOOK/book (mdBook keeps no cache).
+# An mdBook run whose time, extrapolated linearly from the previous size, would exceed
+# --mdbook-limit (default 600 s) is skipped with a note. Results and their reading:
+# docs/performance.md, "Build speed".
+set -euo pipefail
+
+sizes="60 600 3000"
+mdbook_limit=600
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --sizes) sizes="$2"; shift 2 ;;
+        --mdbook-limit) mdbook_limit="$2"; shift 2 ;;
+        -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+        *) echo "unknown argument: $1" >&2; exit 2 ;;
+    esac
+done
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cd "$root"
+target="${CARGO_TARGET_DIR:-$root/target}"
+tools="$target/bench-tools"
+work="$target/bench-build"
+mkdir -p "$work"
+export PATH="$tools/bin:$PATH"
+
+# 1. The competitors, installed once into a local root (their compile time is printed).
+install_tool() { # NAME CARGO-INSTALL-ARGS...
+    local name="$1"; shift
+    if [ -x "$tools/bin/$name" ]; then
+        return
+    fi
+    echo "installing $name into $tools (once) ..."
+    local t0 t1
+    t0=$(date +%s)
+    cargo install --locked --quiet --root "$tools" "$@"
+    t1=$(date +%s)
+    echo "installed $name in $((t1 - t0)) s"
+}
+install_tool mdbook mdbook --version '^0.5'
+install_tool mdbook-katex mdbook-katex
+
+# 2. attnbook itself.
+cargo build --release --quiet --bin attnbook
+attnbook="$target/release/attnbook"
+
+echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), $(nproc) cores"
+echo "rustc: $(rustc --version)"
+echo "attnbook: $("$attnbook" --version 2>/dev/null || echo '?') at $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo ' (+ local changes)')"
+echo "mdbook: $(mdbook --version)"
+echo "mdbook-katex: $(mdbook-katex --version 2>/dev/null || echo '?')"
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+
+results="$work/results.tsv"
+printf 'tool\tvariant\tpages\twall\tuser\tsys\tmaxrss_kb\n' > "$results"
+
+# measure TOOL VARIANT PAGES LOG CMD...: one timed run, one row in $results.
+measure() {
+    local tool="$1" variant="$2" pages="$3" log="$4"; shift 4
+    local tf="$work/time.out"
+    if ! /usr/bin/time -f "%e %U %S %M" -o "$tf" "$@" > "$log" 2>&1; then
+        echo "FAILED: $tool $variant $pages (log: $log)" >&2
+        tail -20 "$log" >&2
+        exit 1
+    fi
+    read -r wall user sys rss < <(tail -1 "$tf")
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$tool" "$variant" "$pages" "$wall" "$user" "$sys" "$rss" >> "$results"
+    printf '  %-14s %-7s %5s pages: %7.2f s wall, %7.2f s CPU, %6.0f MB\n' \
+        "$tool" "$variant" "$pages" "$wall" "$(echo "$user + $sys" | bc)" "$(echo "$rss / 1024" | bc)"
+}
+
+declare -A md_prev_wall md_prev_pages
+for n in $sizes; do
+    for variant in unique nomath; do
+        flag=--unique-math
+        [ "$variant" = nomath ] && flag=--no-math
+        site="$work/$variant-$n/attnbook"
+        book="$work/$variant-$n/mdbook"
+        python3 bench/build/gen_corpus.py "$site" --pages "$n" $flag --format attnbook
+        python3 bench/build/gen_corpus.py "$book" --pages "$n" $flag --format mdbook
+
+        rm -rf "$site/.attnbook" "$site/public"
+        measure attnbook-cold "$variant" "$n" "$work/$variant-$n/attnbook-cold.log" \
+            "$attnbook" --root "$site" build
+        # The build must be clean: no warnings (a KaTeX error would be one).
+        if grep -qiE '^(warning|error)' "$work/$variant-$n/attnbook-cold.log"; then
+            echo "attnbook reported problems on the corpus:" >&2
+            grep -iE '^(warning|error)' "$work/$variant-$n/attnbook-cold.log" | head >&2
+            exit 1
+        fi
+        measure attnbook-warm "$variant" "$n" "$work/$variant-$n/attnbook-warm.log" \
+            "$attnbook" --root "$site" build
+
+        prev="${md_prev_wall[$variant]:-}"
+        if [ -n "$prev" ]; then
+            estimate=$(echo "$prev * $n / ${md_prev_pages[$variant]}" | bc)
+            if [ "$estimate" -gt "$mdbook_limit" ]; then
+                echo "  mdbook         $variant $n pages: SKIPPED (estimated ${estimate} s > ${mdbook_limit} s)"
+                printf 'mdbook\t%s\t%s\tskipped\t%s\t\t\n' "$variant" "$n" "$estimate" >> "$results"
+                continue
+            fi
+        fi
+        rm -rf "$book/book"
+        measure mdbook "$variant" "$n" "$work/$variant-$n/mdbook.log" mdbook build "$book"
+        md_prev_wall[$variant]=$(tail -1 "$results" | cut -f4)
+        md_prev_pages[$variant]=$n
+    done
+done
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo
+python3 bench/build/report.py "$results"
