@@ -197,7 +197,8 @@ fn client_search(index_file: &Path, queries: &[&str]) -> Option<Value> {
         .output()
     {
         Ok(output) => output,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+        // CI has Node (the browser tests need it): there, a missing node is a failure.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && std::env::var_os("CI").is_none() => {
             eprintln!("skipped: node is not installed");
             return None;
         }
