@@ -55,7 +55,5 @@ pub fn pure_stages(text: String) {
         citations: &citations,
     };
     let _ = html::body_html(&inputs);
-    for i in 0..chapter.doc.headings.len() {
-        let _ = html::heading_html(&inputs, i);
-    }
+    let _ = html::headings_html(&inputs);
 }

@@ -46,27 +46,45 @@ pub fn body_html(inputs: &PageInputs<'_>) -> String {
     out
 }
 
-/// The content of heading `index` as HTML (math rendered, links dropped), for the TOC.
-pub fn heading_html(inputs: &PageInputs<'_>, index: usize) -> String {
-    let pieces = &inputs.doc.pieces;
-    let start = pieces
-        .iter()
-        .position(|p| matches!(p, Piece::HeadingStart(i) if *i == index));
-    let end = pieces
-        .iter()
-        .position(|p| matches!(p, Piece::HeadingEnd(i) if *i == index));
-    let (Some(start), Some(end)) = (start, end) else {
-        return escape(&inputs.doc.headings[index].text);
-    };
+/// The content of every heading as HTML (math rendered, links dropped), for the TOC; one pass
+/// over the pieces, in `doc.headings` order.
+pub fn headings_html(inputs: &PageInputs<'_>) -> Vec<String> {
     let numbering = Numbering::new(inputs);
-    let events = pieces[start + 1..end]
+    let mut html_of: Vec<String> = inputs
+        .doc
+        .headings
         .iter()
-        .filter(|p| !matches!(p, Piece::Event(Event::Start(Tag::Link { .. }) | Event::End(pulldown_cmark::TagEnd::Link))))
-        .map(|piece| piece_event(inputs, &numbering, piece))
-        .filter(|e| !matches!(e, Event::InlineHtml(h) if h.starts_with("<a class=\"xref\"") || h.starts_with("<a class=\"citation\"")));
-    let mut out = String::new();
-    html::push_html(&mut out, events);
-    out
+        .map(|h| escape(&h.text))
+        .collect();
+    let mut open: Option<(usize, Vec<Event<'static>>)> = None;
+    for piece in &inputs.doc.pieces {
+        match (piece, &mut open) {
+            (Piece::HeadingStart(i), _) => open = Some((*i, Vec::new())),
+            (Piece::HeadingEnd(i), Some((index, events))) if i == index => {
+                let mut out = String::new();
+                html::push_html(&mut out, events.drain(..));
+                if let Some(slot) = html_of.get_mut(*i) {
+                    *slot = out;
+                }
+                open = None;
+            }
+            (
+                Piece::Event(
+                    Event::Start(Tag::Link { .. }) | Event::End(pulldown_cmark::TagEnd::Link),
+                ),
+                _,
+            ) => {}
+            (piece, Some((_, events))) => match piece_event(inputs, &numbering, piece) {
+                // A TOC entry is itself a link: references and citations stay out of it.
+                Event::InlineHtml(h)
+                    if h.starts_with("<a class=\"xref\"")
+                        || h.starts_with("<a class=\"citation\"") => {}
+                event => events.push(event),
+            },
+            _ => {}
+        }
+    }
+    html_of
 }
 
 /// Figure and table numbers, per chapter, in recording order; and which are placed explicitly.
@@ -114,35 +132,8 @@ fn piece_event(
     piece: &Piece,
 ) -> Event<'static> {
     match piece {
-        Piece::Event(Event::Start(Tag::Link {
-            link_type,
-            dest_url,
-            title,
-            id,
-        })) => {
-            let dest_url =
-                links::rewrite(dest_url, inputs.base_path).map_or(dest_url.clone(), Into::into);
-            Event::Start(Tag::Link {
-                link_type: *link_type,
-                dest_url,
-                title: title.clone(),
-                id: id.clone(),
-            })
-        }
-        Piece::Event(Event::Start(Tag::Image {
-            link_type,
-            dest_url,
-            title,
-            id,
-        })) => {
-            let dest_url =
-                links::image_url(dest_url, inputs.base_path).map_or(dest_url.clone(), Into::into);
-            Event::Start(Tag::Image {
-                link_type: *link_type,
-                dest_url,
-                title: title.clone(),
-                id: id.clone(),
-            })
+        Piece::Event(event @ Event::Start(Tag::Link { .. } | Tag::Image { .. })) => {
+            rewrite_destination(event, inputs.base_path)
         }
         Piece::Event(event) => event.clone(),
         Piece::Math(i) => {
@@ -196,6 +187,22 @@ fn piece_event(
                 .into(),
         ),
     }
+}
+
+/// Links to chapter files become chapter URLs; images come from `static/` under the base path.
+fn rewrite_destination(event: &Event<'static>, base_path: &str) -> Event<'static> {
+    let mut event = event.clone();
+    let rewritten = match &event {
+        Event::Start(Tag::Link { dest_url, .. }) => links::rewrite(dest_url, base_path),
+        Event::Start(Tag::Image { dest_url, .. }) => links::image_url(dest_url, base_path),
+        _ => None,
+    };
+    if let (Some(url), Event::Start(Tag::Link { dest_url, .. } | Tag::Image { dest_url, .. })) =
+        (rewritten, &mut event)
+    {
+        *dest_url = url.into();
+    }
+    event
 }
 
 fn code_html(lang: Option<&str>, text: &str) -> String {

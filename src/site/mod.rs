@@ -363,9 +363,7 @@ fn render_chapters(series: &mut Series, rendered: &Rendered) {
             citations: &citations.inline,
         };
         chapter.html = html::body_html(&inputs);
-        let headings: Vec<String> = (0..chapter.doc.headings.len())
-            .map(|i| html::heading_html(&inputs, i))
-            .collect();
+        let headings = html::headings_html(&inputs);
         for (heading, html) in chapter.doc.headings.iter_mut().zip(headings) {
             heading.html = html;
         }

@@ -10,8 +10,8 @@
  * 404, a missing page inside it gets the site's 404.html with status 404. Debian's Chromium
  * (/usr/bin/chromium, or $CHROMIUM_PATH) is driven through playwright-core; no browser download.
  *
- * Output: one line per check (`ok - name`, `not ok - name: reason`, `skip - name: reason`), then
- * `N passed, M failed[, K skipped]`. Exit status 1 if any check failed, 2 on a harness error.
+ * Output: one line per check (`ok - name`, `not ok - name: reason`), then
+ * `N passed, M failed`. Exit status 1 if any check failed, 2 on a harness error.
  * Screenshots go to tests/browser/screenshots/ (git-ignored).
  */
 
@@ -152,8 +152,7 @@ function startServer(root) {
 // Check bookkeeping
 // ------------------------------------------------------------------------------------------------
 
-class Skip extends Error {}
-const results = { passed: 0, failed: 0, skipped: 0 };
+const results = { passed: 0, failed: 0 };
 let finished = false; // set by the global timeout: later results are not reported
 
 function oneLine(s) {
@@ -173,14 +172,9 @@ async function check(name, fn) {
     console.log(`ok - ${name}`);
   } catch (e) {
     if (finished) return;
-    if (e instanceof Skip) {
-      results.skipped++;
-      console.log(`skip - ${name}: ${oneLine(e.message)}`);
-    } else {
-      results.failed++;
-      const msg = e && e.message ? e.message.split("\nCall log:")[0] : String(e);
-      console.log(`not ok - ${name}: ${oneLine(msg)}`);
-    }
+    results.failed++;
+    const msg = e && e.message ? e.message.split("\nCall log:")[0] : String(e);
+    console.log(`not ok - ${name}: ${oneLine(msg)}`);
   }
 }
 
@@ -968,7 +962,7 @@ async function main() {
         if ((await page.locator("input.site-search").count()) === 0) {
           await goto(page, base);
           if ((await page.locator("input.site-search").count()) === 0)
-            throw new Skip("no input.site-search on the pages (search not integrated yet)");
+            throw new Error("no input.site-search on the pages");
         }
         const startUrl = page.url();
         const bad = [];
@@ -1060,7 +1054,6 @@ async function main() {
 
 function printSummary() {
   const parts = [`${results.passed} passed`, `${results.failed} failed`];
-  if (results.skipped) parts.push(`${results.skipped} skipped`);
   console.log(parts.join(", "));
 }
 
