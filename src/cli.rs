@@ -82,6 +82,9 @@ pub struct BuildArgs {
     /// Treat warnings (drifted quotes) as failures.
     #[arg(long)]
     pub strict: bool,
+    /// Print the wall time of every build stage.
+    #[arg(long)]
+    pub timings: bool,
     /// Experiment flags.
     #[command(flatten)]
     pub lab: LabArgs,
@@ -181,6 +184,7 @@ impl Cli {
                 base_url: args.base_url,
                 drafts: args.drafts,
                 strict: args.strict,
+                timings: args.timings,
                 lab: args.lab.plan(),
                 root,
             }),
@@ -190,6 +194,7 @@ impl Cli {
                     base_url: Some("/".to_string()),
                     drafts: args.drafts,
                     strict: false,
+                    timings: false,
                     lab: LabArgs {
                         rerun: false,
                         jobs: None,

@@ -45,6 +45,7 @@ pub fn pure_stages(text: String) {
         .iter()
         .map(|_| String::new())
         .collect();
+    let highlighter = crate::render::highlight::Highlighter::in_memory();
     let inputs = html::PageInputs {
         doc: &chapter.doc,
         maths: &maths,
@@ -53,6 +54,7 @@ pub fn pure_stages(text: String) {
         base_path: "/",
         refs: refs.first().map_or(&[][..], Vec::as_slice),
         citations: &citations,
+        highlighter: &highlighter,
     };
     let _ = html::body_html(&inputs);
     let _ = html::headings_html(&inputs);

@@ -364,3 +364,57 @@ fn images_come_from_static_under_the_base_path() {
     );
     assert!(site.path("public/img/dot.svg").exists());
 }
+
+/// A rebuild stages into the output the build before replaced (kept in .attnbook/spare-output);
+/// what it writes must still be exactly what a build from nothing writes.
+#[test]
+fn a_recycled_output_ends_exactly_like_a_fresh_one() {
+    let site = Site::fixture("serve-plain");
+    assert_eq!(site.run(&["build"]).code, 0);
+    // Leftovers a recycled tree must lose, and a link a write must not follow.
+    site.write("public/stray.html", "old");
+    std::fs::create_dir_all(site.path("public/gone/deeper")).unwrap();
+    site.write("public/gone/deeper/index.html", "old");
+    site.write("outside.txt", "untouched");
+    std::fs::remove_file(site.path("public/robots.txt")).unwrap();
+    std::os::unix::fs::symlink(site.path("outside.txt"), site.path("public/robots.txt")).unwrap();
+    assert_eq!(site.run(&["build"]).code, 0);
+    assert!(
+        site.path(".attnbook/spare-output/stray.html").exists(),
+        "the replaced output is kept for the next build"
+    );
+    std::fs::remove_file(site.path("content/02-two.md")).unwrap();
+    let run = site.run(&["build"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+
+    let fresh = Site::fixture("serve-plain");
+    std::fs::remove_file(fresh.path("content/02-two.md")).unwrap();
+    assert_eq!(fresh.run(&["build"]).code, 0);
+    let tree = |root: std::path::PathBuf| -> Vec<(String, Vec<u8>)> {
+        walkdir::WalkDir::new(&root)
+            .sort_by_file_name()
+            .into_iter()
+            .map(|e| e.unwrap())
+            .map(|e| {
+                let rel = e.path().strip_prefix(&root).unwrap().display().to_string();
+                let kind = e.file_type();
+                assert!(!kind.is_symlink(), "{rel} is a link");
+                let bytes = if kind.is_file() {
+                    std::fs::read(e.path()).unwrap()
+                } else {
+                    Vec::new()
+                };
+                (rel, bytes)
+            })
+            .collect()
+    };
+    let (recycled, expected) = (tree(site.path("public")), tree(fresh.path("public")));
+    let names = |t: &[(String, Vec<u8>)]| t.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
+    assert_eq!(names(&recycled), names(&expected));
+    assert!(
+        recycled == expected,
+        "a file differs from the fresh build's"
+    );
+    assert!(!site.path("public/two").exists());
+    assert_eq!(site.read("outside.txt"), "untouched");
+}

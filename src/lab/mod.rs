@@ -123,8 +123,11 @@ pub fn last_results(series: &Series) -> Vec<Option<ChapterRun>> {
         .collect()
 }
 
+/// Every chapter's run (`None` for chapters without experiments), or the problems found.
+pub type Runs = Result<Vec<Option<ChapterRun>>, Vec<Diagnostic>>;
+
 /// Runs (or loads from cache) the experiments of every chapter; `None` for chapters without.
-pub fn run(series: &Series, plan: &LabPlan) -> Result<Vec<Option<ChapterRun>>, Vec<Diagnostic>> {
+pub fn run(series: &Series, plan: &LabPlan) -> Runs {
     let mut runs: Vec<Option<ChapterRun>> = vec![None; series.chapters.len()];
     let with_blocks: Vec<usize> = (0..series.chapters.len())
         .filter(|&i| !series.chapters[i].doc.experiments.is_empty())

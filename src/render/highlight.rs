@@ -1,16 +1,67 @@
 //! Build-time syntax highlighting with syntect: code becomes spans with `hl-` classes, and one
 //! stylesheet holds a light and a dark theme, so the reader's theme toggle recolours code too.
 
-use std::sync::LazyLock;
+use std::path::PathBuf;
+use std::sync::{LazyLock, Mutex, PoisonError};
 
 use syntect::highlighting::ThemeSet;
 use syntect::html::{ClassStyle, ClassedHTMLGenerator, css_for_theme_with_class_style};
 use syntect::parsing::SyntaxSet;
 use syntect::util::LinesWithEndings;
 
+use super::cache::{self, Cache};
+
 const STYLE: ClassStyle = ClassStyle::SpacedPrefixed { prefix: "hl-" };
 
 static SYNTAXES: LazyLock<SyntaxSet> = LazyLock::new(SyntaxSet::load_defaults_newlines);
+
+/// What decides the markup besides the code and its language: bump `markup` when the HTML
+/// changes shape; a new attnbook version (and so a new syntect or syntax set) starts afresh.
+const CACHE_SALT: &str = concat!("attnbook ", env!("CARGO_PKG_VERSION"), "; markup 1");
+
+/// Highlighted code memoised by content, shared by the chapters rendered in parallel and kept
+/// across builds in `.attnbook/cache/highlight.json`: an unchanged block is not highlighted
+/// again, and a build that finds every block cached never loads syntect's syntaxes.
+#[derive(Debug, Default)]
+pub struct Highlighter {
+    cache: Mutex<Cache<Option<String>>>,
+}
+
+impl Highlighter {
+    /// A highlighter with the cache file at `path`.
+    pub fn load(path: PathBuf) -> Self {
+        Highlighter {
+            cache: Mutex::new(Cache::load(path)),
+        }
+    }
+
+    /// A highlighter whose memory ends with it.
+    pub fn in_memory() -> Self {
+        Highlighter::default()
+    }
+
+    /// [`highlight`], memoised.
+    pub fn highlight(&self, code: &str, lang: &str) -> Option<String> {
+        let key = cache::key(&[CACHE_SALT.as_bytes(), lang.as_bytes(), code.as_bytes()]);
+        if let Some(hit) = self.lock().get(&key) {
+            return hit.clone();
+        }
+        // Highlighting happens outside the lock, so chapters highlight in parallel.
+        let fresh = highlight(code, lang);
+        self.lock().insert(key, fresh.clone());
+        fresh
+    }
+
+    /// Writes the cache back (the blocks of this build only).
+    pub fn save(&self) {
+        self.lock().save();
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Cache<Option<String>>> {
+        // A panic elsewhere cannot leave a half-written entry: insert is one map operation.
+        self.cache.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
 
 /// Highlights `code` as `lang` (a fence token like `rust`, `toml`, `python`); `None` if the
 /// language is unknown, so the caller escapes it plainly.
@@ -85,6 +136,25 @@ fn strip_comments(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_memo_returns_what_highlighting_returns_and_survives_a_build() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("highlight.json");
+        let code = "let x = 1;\n";
+        let first = Highlighter::load(path.clone());
+        assert_eq!(first.highlight(code, "rust"), highlight(code, "rust"));
+        assert_eq!(first.highlight(code, "no-such-language"), None);
+        first.save();
+        let second = Highlighter::load(path);
+        assert_eq!(second.lock().len(), 2);
+        let key = cache::key(&[CACHE_SALT.as_bytes(), b"rust", code.as_bytes()]);
+        assert_eq!(
+            second.lock().get(&key).cloned(),
+            Some(highlight(code, "rust"))
+        );
+        assert_eq!(second.highlight(code, "rust"), highlight(code, "rust"));
+    }
 
     #[test]
     fn rust_is_highlighted_with_classes() {

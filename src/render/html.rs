@@ -31,6 +31,8 @@ pub struct PageInputs<'a> {
     pub refs: &'a [Option<xref::Resolved>],
     /// Rendered citations, in `doc.citations` order.
     pub citations: &'a [String],
+    /// Highlights code blocks (memoised across chapters and builds).
+    pub highlighter: &'a highlight::Highlighter,
 }
 
 /// Renders the chapter body.
@@ -161,7 +163,9 @@ fn piece_event(
         Piece::Experiment(i) => {
             Event::Html(experiment_html(inputs, numbering, &inputs.doc.experiments[*i]).into())
         }
-        Piece::Code { lang, text } => Event::Html(code_html(lang.as_deref(), text).into()),
+        Piece::Code { lang, text } => {
+            Event::Html(code_html(inputs.highlighter, lang.as_deref(), text).into())
+        }
         Piece::Placement {
             kind: PlacementKind::Figure,
             name,
@@ -205,9 +209,9 @@ fn rewrite_destination(event: &Event<'static>, base_path: &str) -> Event<'static
     event
 }
 
-fn code_html(lang: Option<&str>, text: &str) -> String {
+fn code_html(highlighter: &highlight::Highlighter, lang: Option<&str>, text: &str) -> String {
     let body = lang
-        .and_then(|l| highlight::highlight(text, l))
+        .and_then(|l| highlighter.highlight(text, l))
         .unwrap_or_else(|| escape(text));
     match lang {
         Some(l) => format!(
@@ -275,7 +279,7 @@ fn experiment_html(inputs: &PageInputs<'_>, numbering: &Numbering<'_>, exp: &Exp
         let _ = writeln!(
             out,
             "<div class=\"experiment-code\"><pre><code class=\"language-rust\">{}</code></pre></div>",
-            highlighted_rust(exp.shown_code().trim_end())
+            highlighted_rust(inputs.highlighter, exp.shown_code().trim_end())
         );
     }
     let block = inputs.run.and_then(|run| run.blocks.get(exp.index));
@@ -308,8 +312,10 @@ fn experiment_html(inputs: &PageInputs<'_>, numbering: &Numbering<'_>, exp: &Exp
     )
 }
 
-fn highlighted_rust(code: &str) -> String {
-    highlight::highlight(code, "rust").unwrap_or_else(|| escape(code))
+fn highlighted_rust(highlighter: &highlight::Highlighter, code: &str) -> String {
+    highlighter
+        .highlight(code, "rust")
+        .unwrap_or_else(|| escape(code))
 }
 
 fn output_html(block: &BlockOutput) -> String {

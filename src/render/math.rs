@@ -5,9 +5,10 @@
 //! render. KaTeX's errors carry no position; the caller maps them to the formula's line.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 
 use rayon::prelude::*;
+
+use super::cache::Cache;
 
 /// A formula KaTeX rejected, with KaTeX's message cleaned of the JS wrapper.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -23,62 +24,9 @@ pub struct MathRenderer {
     salt: String,
 }
 
-/// Rendered formulas kept across builds in one JSON file, keyed by a content hash, so an
-/// unchanged formula is never rendered twice (KaTeX costs ~1-2 ms per formula here).
-#[derive(Debug, Default)]
-pub struct MathCache {
-    path: Option<PathBuf>,
-    entries: BTreeMap<String, Result<String, String>>,
-    dirty: bool,
-}
-
-impl MathCache {
-    /// Loads the cache file (a missing or unreadable one is an empty cache).
-    pub fn load(path: PathBuf) -> Self {
-        let entries = std::fs::read_to_string(&path)
-            .ok()
-            .and_then(|text| serde_json::from_str(&text).ok())
-            .unwrap_or_default();
-        MathCache {
-            path: Some(path),
-            entries,
-            dirty: false,
-        }
-    }
-
-    /// A cache that lives only in memory.
-    pub fn in_memory() -> Self {
-        MathCache::default()
-    }
-
-    /// Writes the cache back if it changed; failures only cost speed next time.
-    pub fn save(&self) {
-        let Some(path) = self.path.as_ref().filter(|_| self.dirty) else {
-            return;
-        };
-        let Ok(json) = serde_json::to_vec(&self.entries) else {
-            return;
-        };
-        if let Some(dir) = path.parent() {
-            let _ = std::fs::create_dir_all(dir);
-            if let Ok(mut tmp) = tempfile::NamedTempFile::new_in(dir)
-                && std::io::Write::write_all(&mut tmp, &json).is_ok()
-            {
-                let _ = tmp.persist(path);
-            }
-        }
-    }
-
-    /// Number of cached formulas.
-    pub fn len(&self) -> usize {
-        self.entries.len()
-    }
-
-    /// True when nothing is cached.
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
-    }
-}
+/// Rendered formulas kept across builds (`.attnbook/cache/math.json`), so an unchanged formula
+/// is never rendered twice (KaTeX costs ~1-2 ms per formula here). Errors are cached too.
+pub type MathCache = Cache<Result<String, String>>;
 
 impl MathRenderer {
     /// A renderer with site-wide macros (`[katex.macros]`).
@@ -120,7 +68,7 @@ impl MathRenderer {
         let mut missing: Vec<(&str, bool, &str)> = formulas
             .iter()
             .zip(&keys)
-            .filter(|(_, key)| !cache.entries.contains_key(*key))
+            .filter(|(_, key)| !cache.contains(key))
             .map(|(&(tex, display), key)| (tex, display, key.as_str()))
             .collect();
         missing.sort_unstable_by_key(|m| m.2);
@@ -134,24 +82,25 @@ impl MathRenderer {
                 )
             })
             .collect();
-        cache.dirty |= !fresh.is_empty();
-        cache.entries.extend(fresh);
+        for (key, result) in fresh {
+            cache.insert(key, result);
+        }
         keys.iter()
-            .map(|key| match &cache.entries[key] {
-                Ok(html) => Ok(html.clone()),
-                Err(message) => Err(MathError {
+            .map(|key| match cache.get(key) {
+                Some(Ok(html)) => Ok(html.clone()),
+                Some(Err(message)) => Err(MathError {
                     message: message.clone(),
+                }),
+                // Every missing formula was rendered just above.
+                None => Err(MathError {
+                    message: "the formula was not rendered".into(),
                 }),
             })
             .collect()
     }
 
     fn key(&self, tex: &str, display: bool) -> String {
-        let mut hasher = blake3::Hasher::new();
-        hasher.update(self.salt.as_bytes());
-        hasher.update(&[u8::from(display)]);
-        hasher.update(tex.as_bytes());
-        hasher.finalize().to_hex().to_string()
+        super::cache::key(&[self.salt.as_bytes(), &[u8::from(display)], tex.as_bytes()])
     }
 }
 

@@ -4,6 +4,7 @@
 //! a hand-built map. The default templates are embedded in the binary; a site's `templates/`
 //! directory overrides them file by file.
 
+pub mod cache;
 pub mod cite;
 pub mod highlight;
 pub mod html;

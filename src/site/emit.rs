@@ -2,7 +2,10 @@
 
 use include_dir::{Dir, include_dir};
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
+
+use rayon::prelude::*;
 
 use crate::content::Series;
 use crate::diagnostic::Diagnostic;
@@ -18,13 +21,21 @@ static DEFAULT_STATIC: Dir<'_> = include_dir!("$CARGO_MANIFEST_DIR/static");
 /// Every output file as `(relative path, bytes)`.
 type Files = Vec<(PathBuf, Vec<u8>)>;
 
-pub(super) fn render_site(series: &Series) -> Result<Files, Vec<Diagnostic>> {
+pub(super) fn render_site(
+    series: &Series,
+    timings: &mut super::Timings,
+) -> Result<Files, Vec<Diagnostic>> {
     let tera = render::load_templates(&series.root)?;
+    timings.lap("templates");
     let values = quotes::ValueIndex::new(series);
     let mut files: Files = Vec::new();
     let mut errors = Vec::new();
-    for (i, chapter) in series.chapters.iter().enumerate() {
-        match render::chapter_page(&tera, series, &values, i) {
+    let pages: Vec<_> = (0..series.chapters.len())
+        .into_par_iter()
+        .map(|i| render::chapter_page(&tera, series, &values, i))
+        .collect();
+    for (chapter, page) in series.chapters.iter().zip(pages) {
+        match page {
             Ok(page) => files.push((
                 PathBuf::from(&chapter.slug).join("index.html"),
                 page.into_bytes(),
@@ -53,6 +64,7 @@ pub(super) fn render_site(series: &Series) -> Result<Files, Vec<Diagnostic>> {
     if !errors.is_empty() {
         return Err(errors);
     }
+    timings.lap("pages");
     files.push((PathBuf::from(".nojekyll"), Vec::new()));
     let robots = format!(
         "User-agent: *\nAllow: /\nSitemap: {}sitemap.xml\n",
@@ -63,8 +75,8 @@ pub(super) fn render_site(series: &Series) -> Result<Files, Vec<Diagnostic>> {
         PathBuf::from("highlight.css"),
         render::highlight::stylesheet().into_bytes(),
     ));
-    files.extend(render::search::index_files(series));
     static_files(&series.root, &mut files).map_err(|e| vec![e])?;
+    timings.lap("static files");
     Ok(files)
 }
 
@@ -127,8 +139,19 @@ fn static_files(root: &Path, files: &mut Files) -> Result<(), Diagnostic> {
     Ok(())
 }
 
-/// Stage 6: writes into a fresh directory next to `out`, then swaps it in.
-pub(super) fn write_site(out: &Path, files: Files) -> Result<usize, Vec<Diagnostic>> {
+/// Stage 6: writes into a staging directory next to `out`, then swaps it in.
+///
+/// With `spare` (`.attnbook/spare-output`), the output replaced last time is kept there and
+/// becomes the next staging directory: rewriting the files of an existing tree costs about a
+/// third of creating them, and nothing has to be deleted (measured: 600 pages, 63 ms against
+/// 170 ms to create and 110 ms to delete). Whatever the old tree has that this build does not
+/// write is pruned before the swap, so the result is exactly `files`.
+pub(super) fn write_site(
+    out: &Path,
+    spare: Option<&Path>,
+    files: Files,
+    timings: &mut super::Timings,
+) -> Result<usize, Vec<Diagnostic>> {
     let io = |what: &str, e: std::io::Error| {
         vec![
             Diagnostic::error(format!("cannot {what} {}: {e}", out.display()))
@@ -145,6 +168,14 @@ pub(super) fn write_site(out: &Path, files: Files) -> Result<usize, Vec<Diagnost
         .tempdir_in(parent)
         .map_err(|e| io("stage output next to", e))?;
     let _registered = crate::interrupt::staging_dir(staging.path().to_path_buf());
+    // Renaming a directory onto an empty one replaces it; on another file system it fails,
+    // and the spare is of no use.
+    if let Some(spare) = spare.filter(|s| s.is_dir())
+        && std::fs::rename(spare, staging.path()).is_err()
+    {
+        let _ = std::fs::remove_dir_all(spare);
+    }
+    prune(staging.path(), &files);
     let count = files.len();
     for (rel, bytes) in files {
         let path = staging.path().join(rel);
@@ -154,6 +185,7 @@ pub(super) fn write_site(out: &Path, files: Files) -> Result<usize, Vec<Diagnost
         std::fs::write(&path, bytes).map_err(|e| io("write", e))?;
     }
     let staged = staging.keep();
+    timings.lap("write");
     let old = parent.join(format!(".attnbook-old-{}", std::process::id()));
     // An interrupt waits for the two renames: `out` is never left missing.
     crate::interrupt::critical(|| {
@@ -167,6 +199,51 @@ pub(super) fn write_site(out: &Path, files: Files) -> Result<usize, Vec<Diagnost
         }
         Ok(())
     })?;
-    let _ = std::fs::remove_dir_all(&old);
+    timings.lap("swap");
+    if old.exists() {
+        let kept = spare.is_some_and(|spare| {
+            spare
+                .parent()
+                .is_some_and(|p| std::fs::create_dir_all(p).is_ok())
+                && std::fs::rename(&old, spare).is_ok()
+        });
+        if !kept {
+            let _ = std::fs::remove_dir_all(&old);
+        }
+    }
+    timings.lap("keep or remove old output");
     Ok(count)
+}
+
+/// Removes from a recycled tree every entry that is neither one of `files` nor a directory
+/// on the way to one (a path that changed from directory to file or back goes too, and so do
+/// symbolic links).
+fn prune(tree: &Path, files: &Files) {
+    let wanted_files: HashSet<&Path> = files.iter().map(|(rel, _)| rel.as_path()).collect();
+    let wanted_dirs: HashSet<&Path> = files
+        .iter()
+        .flat_map(|(rel, _)| rel.ancestors().skip(1))
+        .collect();
+    let mut walk = walkdir::WalkDir::new(tree).min_depth(1).into_iter();
+    while let Some(Ok(entry)) = walk.next() {
+        let Ok(rel) = entry.path().strip_prefix(tree) else {
+            continue;
+        };
+        let is_dir = entry.file_type().is_dir();
+        // A symbolic link someone put in the old output goes: a write would follow it.
+        let keep = if is_dir {
+            wanted_dirs.contains(rel)
+        } else {
+            entry.file_type().is_file() && wanted_files.contains(rel)
+        };
+        if keep {
+            continue;
+        }
+        let _ = if is_dir {
+            walk.skip_current_dir();
+            std::fs::remove_dir_all(entry.path())
+        } else {
+            std::fs::remove_file(entry.path())
+        };
+    }
 }

@@ -14,6 +14,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use rayon::prelude::*;
+
 use crate::content::{self, Series};
 use crate::diagnostic::{Diagnostic, Diagnostics, Location};
 use crate::lab::{self, LabPlan};
@@ -24,7 +26,10 @@ use crate::render::{self, html, math::MathRenderer};
 mod check;
 mod emit;
 mod scaffold;
+mod timings;
 mod verify;
+
+use timings::Timings;
 
 pub use check::check;
 pub use scaffold::new_chapter;
@@ -45,6 +50,8 @@ pub struct BuildPlan {
     pub strict: bool,
     /// Experiment settings.
     pub lab: LabPlan,
+    /// Report the wall time of every stage.
+    pub timings: bool,
 }
 
 /// What `verify` should do.
@@ -128,17 +135,27 @@ fn load(root: &Path, drafts: bool, diagnostics: &mut Diagnostics) -> Option<Seri
             return None;
         }
     };
-    for chapter in &mut series.chapters {
-        let (doc, problems) = markdown::parse(chapter);
-        chapter.doc = doc;
-        diagnostics.extend(problems);
-    }
+    let problems: Vec<Vec<Diagnostic>> = series
+        .chapters
+        .par_iter_mut()
+        .map(|chapter| {
+            let (doc, problems) = markdown::parse(chapter);
+            chapter.doc = doc;
+            problems
+        })
+        .collect();
+    diagnostics.extend(problems.into_iter().flatten());
     Some(series)
 }
 
 /// Stage 3: run the experiments and attach their results.
 fn run_lab(series: &mut Series, plan: &LabPlan, diagnostics: &mut Diagnostics) {
-    match lab::run(series, plan) {
+    let runs = lab::run(series, plan);
+    attach_runs(series, runs, diagnostics);
+}
+
+fn attach_runs(series: &mut Series, runs: lab::Runs, diagnostics: &mut Diagnostics) {
+    match runs {
         Ok(runs) => {
             for (chapter, run) in series.chapters.iter_mut().zip(runs) {
                 chapter.run = run;
@@ -277,29 +294,48 @@ fn render_math(
 }
 
 /// `attnbook build`.
+///
+/// Independent stages overlap: the experiments compile and run on one thread while the
+/// formulas and citations render on the others, and the search index is cut on its own thread
+/// while the pages render.
 pub fn build(plan: &BuildPlan) -> Outcome {
     let (mut out, _lock) = match start(&plan.root) {
         Ok(started) => started,
         Err(failed) => return failed,
     };
     let started = Instant::now();
+    let mut timings = Timings::new();
     let Some(mut series) = load(&plan.root, plan.drafts, &mut out.diagnostics) else {
         return out;
     };
+    timings.lap("content + markdown");
     if let Some(url) = &plan.base_url {
         series.config.base_url = url.clone();
     }
-    if !out.diagnostics.has_errors() {
-        run_lab(&mut series, &plan.lab, &mut out.diagnostics);
+    let run_experiments = !out.diagnostics.has_errors();
+    let (runs, citations, maths) = std::thread::scope(|scope| {
+        let series = &series;
+        let lab = run_experiments.then(|| scope.spawn(|| lab::run(series, &plan.lab)));
+        let citations = cite_all(series, &mut out.diagnostics);
+        let maths = render_math(series, &mut out.diagnostics);
+        let runs = lab.map(|handle| {
+            handle
+                .join()
+                .unwrap_or_else(|p| std::panic::resume_unwind(p))
+        });
+        (runs, citations, maths)
+    });
+    if let Some(runs) = runs {
+        attach_runs(&mut series, runs, &mut out.diagnostics);
     }
+    timings.lap("experiments | math + citations");
     let drift = bind_quotes(&mut series, &mut out.diagnostics);
     out.diagnostics.extend(drift);
     check_placements(&series, &mut out.diagnostics);
     out.diagnostics.extend(render::links::check(&series));
     let (refs, unresolved) = render::xref::resolve_all(&series);
     out.diagnostics.extend(unresolved);
-    let citations = cite_all(&series, &mut out.diagnostics);
-    let maths = render_math(&series, &mut out.diagnostics);
+    timings.lap("quotes, links, cross-references");
     // A rejected formula is an error like any other: the old site stays until it is fixed.
     if plan.strict {
         out.diagnostics.promote_warnings();
@@ -308,15 +344,39 @@ pub fn build(plan: &BuildPlan) -> Outcome {
         out.series = Some(series);
         return out;
     }
-    render_chapters(
-        &mut series,
-        &Rendered {
-            maths,
-            refs,
-            citations,
-        },
-    );
-    match emit::render_site(&series).and_then(|files| emit::write_site(&plan.out, files)) {
+    let sections = render::search::Sections::of(&series);
+    let search_cache = series.root.join(".attnbook/cache/search.json");
+    let files = std::thread::scope(|scope| {
+        let search = scope.spawn(|| sections.index_json(Some(search_cache)));
+        let highlighter = render::highlight::Highlighter::load(
+            series.root.join(".attnbook/cache/highlight.json"),
+        );
+        render_chapters(
+            &mut series,
+            &Rendered {
+                maths,
+                refs,
+                citations,
+            },
+            &highlighter,
+        );
+        highlighter.save();
+        timings.lap("chapter bodies");
+        let files = emit::render_site(&series, &mut timings);
+        let search = search
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p));
+        timings.lap("search index (wait)");
+        files.map(|mut files| {
+            files.push((
+                PathBuf::from(render::search::INDEX_PATH),
+                search.into_bytes(),
+            ));
+            files
+        })
+    });
+    let spare = plan.root.join(".attnbook/spare-output");
+    match files.and_then(|files| emit::write_site(&plan.out, Some(&spare), files, &mut timings)) {
         Ok(count) => {
             let runs: Vec<_> = series
                 .chapters
@@ -331,6 +391,9 @@ pub fn build(plan: &BuildPlan) -> Outcome {
                 started.elapsed().as_secs_f64(),
                 runs.len() - cached,
             ));
+            if plan.timings {
+                out.report.extend(timings.report());
+            }
         }
         Err(e) => out.diagnostics.extend(e),
     }
@@ -345,37 +408,45 @@ struct Rendered {
     citations: Vec<render::cite::ChapterCitations>,
 }
 
-fn render_chapters(series: &mut Series, rendered: &Rendered) {
+/// Every chapter's body and heading HTML, chapters in parallel.
+fn render_chapters(
+    series: &mut Series,
+    rendered: &Rendered,
+    highlighter: &render::highlight::Highlighter,
+) {
     let base_path = series.config.base_path();
     let per_chapter = rendered
         .maths
-        .iter()
+        .par_iter()
         .zip(&rendered.refs)
         .zip(&rendered.citations);
-    for (chapter, ((maths, refs), citations)) in series.chapters.iter_mut().zip(per_chapter) {
-        let inputs = html::PageInputs {
-            doc: &chapter.doc,
-            maths,
-            run: chapter.run.as_ref(),
-            bindings: &chapter.bindings,
-            base_path: &base_path,
-            refs,
-            citations: &citations.inline,
-        };
-        chapter.html = html::body_html(&inputs);
-        let headings = html::headings_html(&inputs);
-        for (heading, html) in chapter.doc.headings.iter_mut().zip(headings) {
-            heading.html = html;
-        }
-        if !citations.list_html.is_empty() {
-            chapter.html.push_str(&citations.list_html);
-            chapter.doc.headings.push(markdown::Heading {
-                level: 2,
-                id: "bibliography".into(),
-                text: "参考文献".into(),
-                span: 0..0,
-                html: "参考文献".into(),
-            });
-        }
-    }
+    series.chapters.par_iter_mut().zip(per_chapter).for_each(
+        |(chapter, ((maths, refs), citations))| {
+            let inputs = html::PageInputs {
+                doc: &chapter.doc,
+                maths,
+                run: chapter.run.as_ref(),
+                bindings: &chapter.bindings,
+                base_path: &base_path,
+                refs,
+                citations: &citations.inline,
+                highlighter,
+            };
+            chapter.html = html::body_html(&inputs);
+            let headings = html::headings_html(&inputs);
+            for (heading, html) in chapter.doc.headings.iter_mut().zip(headings) {
+                heading.html = html;
+            }
+            if !citations.list_html.is_empty() {
+                chapter.html.push_str(&citations.list_html);
+                chapter.doc.headings.push(markdown::Heading {
+                    level: 2,
+                    id: "bibliography".into(),
+                    text: "参考文献".into(),
+                    span: 0..0,
+                    html: "参考文献".into(),
+                });
+            }
+        },
+    );
 }
