@@ -55,6 +55,9 @@ pub struct ServeArgs {
     /// Build chapters marked `draft = true` too.
     #[arg(long)]
     pub drafts: bool,
+    /// Print the wall time of every stage of every rebuild.
+    #[arg(long)]
+    pub timings: bool,
 }
 
 /// Flags of `new`.
@@ -194,7 +197,7 @@ impl Cli {
                     base_url: Some("/".to_string()),
                     drafts: args.drafts,
                     strict: false,
-                    timings: false,
+                    timings: args.timings,
                     lab: LabArgs {
                         rerun: false,
                         jobs: None,

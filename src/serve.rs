@@ -41,7 +41,7 @@ const POLL_TIMEOUT: Duration = Duration::from_secs(25);
 /// Threads answering requests: enough that a burst (or a few parked polls) starves nobody.
 const WORKERS: usize = 4;
 /// Editors write a file in several steps; one build per save is enough.
-const DEBOUNCE: Duration = Duration::from_millis(100);
+const DEBOUNCE: Duration = Duration::from_millis(25);
 /// A build swaps the output in with two renames; a lookup between them misses, so a miss
 /// during a build looks again after this long.
 const SWAP_GRACE: Duration = Duration::from_millis(50);
@@ -103,6 +103,10 @@ fn rebuild(plan: &BuildPlan, live: &Live, verb: &str) {
     let started = Instant::now();
     live.begin_build();
     let outcome = build(plan);
+    // With --timings the report has the stage times after its summary line.
+    for line in outcome.report.iter().skip(1) {
+        eprintln!("{line}");
+    }
     let rendered = render_diagnostics(&outcome);
     eprint!("{rendered}");
     let (errors, warnings) = (

@@ -243,7 +243,10 @@ fn cite_all(series: &Series, diagnostics: &mut Diagnostics) -> Vec<render::cite:
             None
         }
     };
-    let (citations, problems) = render::cite::render(series, bibliography.as_ref());
+    let mut cache =
+        render::cite::CitationCache::load(series.root.join(".attnbook/cache/citations.json"));
+    let (citations, problems) = render::cite::render(series, bibliography.as_ref(), &mut cache);
+    cache.save();
     diagnostics.extend(problems);
     citations
 }
@@ -315,20 +318,31 @@ pub fn build(plan: &BuildPlan) -> Outcome {
     let run_experiments = !out.diagnostics.has_errors();
     let (runs, citations, maths) = std::thread::scope(|scope| {
         let series = &series;
-        let lab = run_experiments.then(|| scope.spawn(|| lab::run(series, &plan.lab)));
+        let lab = run_experiments.then(|| {
+            scope.spawn(|| {
+                let started = Instant::now();
+                (lab::run(series, &plan.lab), started.elapsed())
+            })
+        });
+        let started = Instant::now();
         let citations = cite_all(series, &mut out.diagnostics);
+        timings.part("citations", started.elapsed());
+        let started = Instant::now();
         let maths = render_math(series, &mut out.diagnostics);
+        timings.part("math", started.elapsed());
         let runs = lab.map(|handle| {
-            handle
+            let (runs, took) = handle
                 .join()
-                .unwrap_or_else(|p| std::panic::resume_unwind(p))
+                .unwrap_or_else(|p| std::panic::resume_unwind(p));
+            timings.part("experiments", took);
+            runs
         });
         (runs, citations, maths)
     });
     if let Some(runs) = runs {
         attach_runs(&mut series, runs, &mut out.diagnostics);
     }
-    timings.lap("experiments | math + citations");
+    timings.lap("experiments | math, citations");
     let drift = bind_quotes(&mut series, &mut out.diagnostics);
     out.diagnostics.extend(drift);
     check_placements(&series, &mut out.diagnostics);
