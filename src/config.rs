@@ -40,6 +40,31 @@ pub struct Config {
     /// Experiment settings.
     #[serde(default)]
     pub lab: LabConfig,
+    /// Site search.
+    #[serde(default)]
+    pub search: Switch,
+    /// Build-time syntax highlighting of code blocks.
+    #[serde(default)]
+    pub highlight: Switch,
+}
+
+/// `[search]`, `[highlight]`: a feature that is on unless `enabled = false`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Switch {
+    /// Whether the feature is built.
+    #[serde(default = "yes")]
+    pub enabled: bool,
+}
+
+impl Default for Switch {
+    fn default() -> Self {
+        Switch { enabled: true }
+    }
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// `[katex]`: site-wide math settings.

@@ -418,3 +418,46 @@ fn a_recycled_output_ends_exactly_like_a_fresh_one() {
     assert!(!site.path("public/two").exists());
     assert_eq!(site.read("outside.txt"), "untouched");
 }
+
+/// `[search]` and `[highlight]` can be switched off: no index, no search box or script, no
+/// highlighting stylesheet, and code as plain escaped text.
+#[test]
+fn search_and_highlighting_can_be_switched_off() {
+    let site = Site::fixture("serve-plain");
+    let chapter = site.read("content/01-one.md");
+    site.write(
+        "content/01-one.md",
+        &format!("{chapter}\n```rust\nlet x = a < b;\n```\n"),
+    );
+    assert_eq!(site.run(&["build"]).code, 0);
+    let on = site.read("public/one/index.html");
+    assert!(on.contains("search.js") && on.contains("highlight.css"));
+    assert!(on.contains("<span class=\"hl-"), "{on}");
+    assert!(site.path("public/search-index.json").exists());
+    assert!(site.path("public/highlight.css").exists());
+
+    let config = site.read("site.toml");
+    site.write(
+        "site.toml",
+        &format!("{config}\n[search]\nenabled = false\n\n[highlight]\nenabled = false\n"),
+    );
+    let run = site.run(&["build"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let off = site.read("public/one/index.html");
+    assert!(!off.contains("search.js") && !off.contains("site-search"));
+    assert!(!off.contains("highlight.css") && !off.contains("hl-"));
+    assert!(
+        off.contains("<pre><code class=\"language-rust\">let x = a &lt; b;\n</code></pre>"),
+        "{off}"
+    );
+    assert!(!site.path("public/search-index.json").exists());
+    assert!(!site.path("public/highlight.css").exists());
+
+    site.write(
+        "site.toml",
+        &format!("{config}\n[search]\nenable = false\n"),
+    );
+    let run = site.run(&["build"]);
+    assert_eq!(run.code, 2, "a misspelt key is an error: {}", run.stderr);
+    assert!(run.stderr.contains("enable"), "{}", run.stderr);
+}

@@ -2,6 +2,7 @@
 """Generate a synthetic corpus for the build-speed benchmark (bench/build/run.sh).
 
     gen_corpus.py OUT_DIR --pages N [--unique-math] [--no-math] [--format attnbook|mdbook]
+                  [--bare]
 
 Every page has mixed Chinese/English prose, four `##` sections, a table, a fenced code block
 and 13 formulas (9 inline, 4 display).  The text is drawn from a seeded RNG, so the same
@@ -10,6 +11,7 @@ arguments always give the same bytes, and the two formats get the same page bodi
 - attnbook: OUT_DIR/site.toml and OUT_DIR/content/NNNN-chapter-NNNN.md with TOML front
   matter (title, number, date, tags, summary).  No experiment blocks: a build measures
   Markdown, KaTeX, highlighting, templates and the search index, not compilation.
+  --bare turns the search index and highlighting off in site.toml (what Zola does by default).
 - mdbook:   OUT_DIR/book.toml (mdbook-katex pre-rendering HTML+MathML at build time),
   OUT_DIR/src/SUMMARY.md and OUT_DIR/src/chNNNN.md (title as a `#` heading).
 
@@ -202,14 +204,17 @@ class Page:
         return f"第 {self.n} 章：{HEADINGS[self.n % len(HEADINGS)]}"
 
 
-def write_attnbook(out: Path, pages: int, math: str) -> None:
+def write_attnbook(out: Path, pages: int, math: str, bare: bool = False) -> None:
     (out / "content").mkdir(parents=True)
-    (out / "site.toml").write_text(
+    config = (
         'title = "attnbook build benchmark"\n'
         'base_url = "https://example.invalid/bench/"\n'
-        'language = "zh-CN"\n',
-        encoding="utf-8",
+        'language = "zh-CN"\n'
     )
+    if bare:
+        # What Zola builds by default: no search index, no syntax highlighting.
+        config += "\n[search]\nenabled = false\n\n[highlight]\nenabled = false\n"
+    (out / "site.toml").write_text(config, encoding="utf-8")
     for n in range(1, pages + 1):
         page = Page(n, math)
         body = page.body()
@@ -249,6 +254,8 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("--unique-math", action="store_true", help="every formula distinct")
     g.add_argument("--no-math", action="store_true", help="replace formulas by plain text")
     ap.add_argument("--format", choices=("attnbook", "mdbook"), default="attnbook")
+    ap.add_argument("--bare", action="store_true",
+                    help="attnbook: search index and highlighting off (Zola's defaults)")
     args = ap.parse_args(argv)
     if args.pages < 1:
         ap.error("--pages must be at least 1")
@@ -260,7 +267,7 @@ def main(argv: list[str] | None = None) -> int:
             ap.error(f"{out} exists and is not a generated corpus; refusing to delete it")
         shutil.rmtree(out)
     if args.format == "attnbook":
-        write_attnbook(out, args.pages, math)
+        write_attnbook(out, args.pages, math, args.bare)
     else:
         write_mdbook(out, args.pages, math)
     return 0

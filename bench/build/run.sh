@@ -5,8 +5,10 @@
 #   bench/build/run.sh [--sizes "60 600 3000"] [--mdbook-limit SECONDS]
 #
 # For every size and each variant (`unique`: 13 formulas per page, every one distinct;
-# `nomath`: the same pages with the formulas replaced by plain text) it generates both corpora
-# with gen_corpus.py under target/bench-build/, then times with /usr/bin/time:
+# `nomath`: the same pages with the formulas replaced by plain text; `bare`: attnbook only, the
+# no-math corpus with the search index and highlighting off, as Zola builds by default) it
+# generates both corpora with gen_corpus.py under target/bench-build/, then times with
+# /usr/bin/time:
 #   attnbook cold  `attnbook --root SITE build` after deleting SITE/.attnbook (math cache) and
 #                  SITE/public;
 #   attnbook warm  the same build again, math cache kept;
@@ -101,6 +103,15 @@ for n in $sizes; do
         fi
         measure attnbook-warm "$variant" "$n" "$work/$variant-$n/attnbook-warm.log" \
             "$attnbook" --root "$site" build
+
+        if [ "$variant" = nomath ]; then
+            # The same corpus the way Zola builds by default: no search index, no highlighting.
+            bare="$work/bare-$n/attnbook"
+            python3 bench/build/gen_corpus.py "$bare" --pages "$n" --no-math --format attnbook --bare
+            rm -rf "$bare/.attnbook" "$bare/public"
+            measure attnbook-cold bare "$n" "$work/bare-$n-cold.log" "$attnbook" --root "$bare" build
+            measure attnbook-warm bare "$n" "$work/bare-$n-warm.log" "$attnbook" --root "$bare" build
+        fi
 
         prev="${md_prev_wall[$variant]:-}"
         if [ -n "$prev" ]; then

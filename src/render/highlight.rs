@@ -22,9 +22,20 @@ const CACHE_SALT: &str = concat!("attnbook ", env!("CARGO_PKG_VERSION"), "; mark
 /// Highlighted code memoised by content, shared by the chapters rendered in parallel and kept
 /// across builds in `.attnbook/cache/highlight.json`: an unchanged block is not highlighted
 /// again, and a build that finds every block cached never loads syntect's syntaxes.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Highlighter {
     cache: Mutex<Cache<Option<String>>>,
+    /// False when the site turned highlighting off: every block is then plain text.
+    enabled: bool,
+}
+
+impl Default for Highlighter {
+    fn default() -> Self {
+        Highlighter {
+            cache: Mutex::default(),
+            enabled: true,
+        }
+    }
 }
 
 impl Highlighter {
@@ -32,6 +43,15 @@ impl Highlighter {
     pub fn load(path: PathBuf) -> Self {
         Highlighter {
             cache: Mutex::new(Cache::load(path)),
+            enabled: true,
+        }
+    }
+
+    /// A highlighter that highlights nothing (`[highlight] enabled = false`).
+    pub fn off() -> Self {
+        Highlighter {
+            enabled: false,
+            ..Highlighter::default()
         }
     }
 
@@ -42,6 +62,9 @@ impl Highlighter {
 
     /// [`highlight`], memoised.
     pub fn highlight(&self, code: &str, lang: &str) -> Option<String> {
+        if !self.enabled {
+            return None;
+        }
         let key = cache::key(&[CACHE_SALT.as_bytes(), lang.as_bytes(), code.as_bytes()]);
         if let Some(hit) = self.lock().get(&key) {
             return hit.clone();

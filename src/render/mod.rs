@@ -112,6 +112,10 @@ pub struct SiteView<'a> {
     author: &'a str,
     base_url: String,
     base_path: String,
+    /// `[search] enabled`: the search box and its index.
+    search: bool,
+    /// `[highlight] enabled`: the highlighting stylesheet.
+    highlight: bool,
 }
 
 impl<'a> SiteView<'a> {
@@ -124,6 +128,8 @@ impl<'a> SiteView<'a> {
             author: &config.author,
             base_url: config.base_url_slash(),
             base_path: config.base_path(),
+            search: config.search.enabled,
+            highlight: config.highlight.enabled,
         }
     }
 }

@@ -71,10 +71,12 @@ pub(super) fn render_site(
         series.config.base_url_slash()
     );
     files.push((PathBuf::from("robots.txt"), robots.into_bytes()));
-    files.push((
-        PathBuf::from("highlight.css"),
-        render::highlight::stylesheet().into_bytes(),
-    ));
+    if series.config.highlight.enabled {
+        files.push((
+            PathBuf::from("highlight.css"),
+            render::highlight::stylesheet().into_bytes(),
+        ));
+    }
     static_files(&series.root, &mut files).map_err(|e| vec![e])?;
     timings.lap("static files");
     Ok(files)

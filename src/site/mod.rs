@@ -358,13 +358,20 @@ pub fn build(plan: &BuildPlan) -> Outcome {
         out.series = Some(series);
         return out;
     }
-    let sections = render::search::Sections::of(&series);
+    let sections = series
+        .config
+        .search
+        .enabled
+        .then(|| render::search::Sections::of(&series));
     let search_cache = series.root.join(".attnbook/cache/search.json");
     let files = std::thread::scope(|scope| {
-        let search = scope.spawn(|| sections.index_json(Some(search_cache)));
-        let highlighter = render::highlight::Highlighter::load(
-            series.root.join(".attnbook/cache/highlight.json"),
-        );
+        let search =
+            sections.map(|sections| scope.spawn(|| sections.index_json(Some(search_cache))));
+        let highlighter = if series.config.highlight.enabled {
+            render::highlight::Highlighter::load(series.root.join(".attnbook/cache/highlight.json"))
+        } else {
+            render::highlight::Highlighter::off()
+        };
         render_chapters(
             &mut series,
             &Rendered {
@@ -377,15 +384,19 @@ pub fn build(plan: &BuildPlan) -> Outcome {
         highlighter.save();
         timings.lap("chapter bodies");
         let files = emit::render_site(&series, &mut timings);
-        let search = search
-            .join()
-            .unwrap_or_else(|p| std::panic::resume_unwind(p));
+        let search = search.map(|handle| {
+            handle
+                .join()
+                .unwrap_or_else(|p| std::panic::resume_unwind(p))
+        });
         timings.lap("search index (wait)");
         files.map(|mut files| {
-            files.push((
-                PathBuf::from(render::search::INDEX_PATH),
-                search.into_bytes(),
-            ));
+            if let Some(index) = search {
+                files.push((
+                    PathBuf::from(render::search::INDEX_PATH),
+                    index.into_bytes(),
+                ));
+            }
             files
         })
     });
