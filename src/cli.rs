@@ -188,6 +188,7 @@ impl Cli {
                 drafts: args.drafts,
                 strict: args.strict,
                 timings: args.timings,
+                recycle_output: true,
                 lab: args.lab.plan(),
                 root,
             }),
@@ -198,6 +199,7 @@ impl Cli {
                     drafts: args.drafts,
                     strict: false,
                     timings: args.timings,
+                    recycle_output: false,
                     lab: LabArgs {
                         rerun: false,
                         jobs: None,

@@ -378,6 +378,8 @@ fn a_recycled_output_ends_exactly_like_a_fresh_one() {
     site.write("outside.txt", "untouched");
     std::fs::remove_file(site.path("public/robots.txt")).unwrap();
     std::os::unix::fs::symlink(site.path("outside.txt"), site.path("public/robots.txt")).unwrap();
+    std::fs::hard_link(site.path("public/index.html"), site.path("linked.html")).unwrap();
+    let linked = site.read("linked.html");
     assert_eq!(site.run(&["build"]).code, 0);
     assert!(
         site.path(".attnbook/spare-output/stray.html").exists(),
@@ -417,6 +419,16 @@ fn a_recycled_output_ends_exactly_like_a_fresh_one() {
     );
     assert!(!site.path("public/two").exists());
     assert_eq!(site.read("outside.txt"), "untouched");
+    assert_eq!(
+        site.read("linked.html"),
+        linked,
+        "a hard-linked copy was written through"
+    );
+    assert_ne!(
+        site.read("public/index.html"),
+        linked,
+        "the index lists one chapter fewer"
+    );
 }
 
 /// `[search]` and `[highlight]` can be switched off: no index, no search box or script, no

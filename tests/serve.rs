@@ -290,6 +290,8 @@ fn editing_prose_updates_the_page_and_the_generation() {
         body.contains("edited prose (round 3)")
     });
     assert!(server.generation() > before);
+    // serve never rewrites an output it may still be sending a file from.
+    assert!(!site.path(".attnbook/spare-output").exists());
 
     let woke = poll.join().unwrap().expect("the poll answers");
     let json: serde_json::Value = serde_json::from_str(&woke.body).unwrap();

@@ -3,6 +3,7 @@
 use include_dir::{Dir, include_dir};
 
 use std::collections::HashSet;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
@@ -219,7 +220,7 @@ pub(super) fn write_site(
 
 /// Removes from a recycled tree every entry that is neither one of `files` nor a directory
 /// on the way to one (a path that changed from directory to file or back goes too, and so do
-/// symbolic links).
+/// symbolic links and files with other hard links).
 fn prune(tree: &Path, files: &Files) {
     let wanted_files: HashSet<&Path> = files.iter().map(|(rel, _)| rel.as_path()).collect();
     let wanted_dirs: HashSet<&Path> = files
@@ -232,11 +233,14 @@ fn prune(tree: &Path, files: &Files) {
             continue;
         };
         let is_dir = entry.file_type().is_dir();
-        // A symbolic link someone put in the old output goes: a write would follow it.
+        // A symbolic link someone put in the old output goes: a write would follow it. So does
+        // a file with another hard link (a copy made with `cp -al`): a write would change both.
         let keep = if is_dir {
             wanted_dirs.contains(rel)
         } else {
-            entry.file_type().is_file() && wanted_files.contains(rel)
+            entry.file_type().is_file()
+                && wanted_files.contains(rel)
+                && entry.metadata().is_ok_and(|m| m.nlink() == 1)
         };
         if keep {
             continue;

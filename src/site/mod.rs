@@ -52,6 +52,10 @@ pub struct BuildPlan {
     pub lab: LabPlan,
     /// Report the wall time of every stage.
     pub timings: bool,
+    /// Keep the replaced output in `.attnbook/spare-output` and rewrite it next time instead of
+    /// creating every file again. Off in `serve`, which may still be sending a file of the old
+    /// output while the next build starts.
+    pub recycle_output: bool,
 }
 
 /// What `verify` should do.
@@ -401,7 +405,8 @@ pub fn build(plan: &BuildPlan) -> Outcome {
         })
     });
     let spare = plan.root.join(".attnbook/spare-output");
-    match files.and_then(|files| emit::write_site(&plan.out, Some(&spare), files, &mut timings)) {
+    let spare = plan.recycle_output.then_some(spare.as_path());
+    match files.and_then(|files| emit::write_site(&plan.out, spare, files, &mut timings)) {
         Ok(count) => {
             let runs: Vec<_> = series
                 .chapters
