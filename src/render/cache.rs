@@ -1,12 +1,14 @@
-//! Build caches kept across builds in `.attnbook/cache/`: one JSON file per kind of work,
-//! entries keyed by a content hash of everything that decides the result.
+//! Build caches kept across builds in `.attnbook/cache/render/`: one JSON file per kind of work
+//! (formulas, highlighted code, citations, the search index), entries keyed by a content hash of
+//! everything that decides the result. (The experiment cache beside it, one file per chapter
+//! slug, is the lab stage's.)
 //!
 //! A cache only ever costs speed: a missing, unreadable or stale file is an empty cache, and a
 //! failed write is ignored. Each save keeps only the entries this build used, so a file holds
 //! the site as it is now and does not grow with every edit.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -105,6 +107,12 @@ impl<V: Serialize + DeserializeOwned + Clone> Cache<V> {
             }
         }
     }
+}
+
+/// Where the cache of one `kind` of work lives for the site at `root`.
+pub fn file(root: &Path, kind: &str) -> PathBuf {
+    root.join(".attnbook/cache/render")
+        .join(format!("{kind}.json"))
 }
 
 /// A hex content hash of `parts`, each length-prefixed so no two different lists collide by

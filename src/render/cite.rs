@@ -26,7 +26,7 @@ pub struct Bibliography {
     digest: String,
 }
 
-/// Rendered citations kept across builds (`.attnbook/cache/citations.json`), per chapter, keyed
+/// Rendered citations kept across builds (`.attnbook/cache/render/citations.json`), per chapter, keyed
 /// by the bibliography, the style and the chapter's citations: a build whose citations did not
 /// change needs neither the style nor hayagriva's locales (~60 ms to decode).
 pub type CitationCache = Cache<ChapterCitations>;

@@ -20,7 +20,7 @@ static SYNTAXES: LazyLock<SyntaxSet> = LazyLock::new(SyntaxSet::load_defaults_ne
 const CACHE_SALT: &str = concat!("attnbook ", env!("CARGO_PKG_VERSION"), "; markup 1");
 
 /// Highlighted code memoised by content, shared by the chapters rendered in parallel and kept
-/// across builds in `.attnbook/cache/highlight.json`: an unchanged block is not highlighted
+/// across builds in `.attnbook/cache/render/highlight.json`: an unchanged block is not highlighted
 /// again, and a build that finds every block cached never loads syntect's syntaxes.
 #[derive(Debug)]
 pub struct Highlighter {

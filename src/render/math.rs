@@ -24,7 +24,7 @@ pub struct MathRenderer {
     salt: String,
 }
 
-/// Rendered formulas kept across builds (`.attnbook/cache/math.json`), so an unchanged formula
+/// Rendered formulas kept across builds (`.attnbook/cache/render/math.json`), so an unchanged formula
 /// is never rendered twice (KaTeX costs ~1-2 ms per formula here). Errors are cached too.
 pub type MathCache = Cache<Result<String, String>>;
 

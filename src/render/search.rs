@@ -134,7 +134,10 @@ impl Sections {
                 ]
             })
             .collect();
-        let salt = format!("search index {VERSION}, heading weight {HEADING_WEIGHT}");
+        let salt = format!(
+            "attnbook {}; search index {VERSION}, heading weight {HEADING_WEIGHT}",
+            env!("CARGO_PKG_VERSION")
+        );
         let key = cache::key(&[&[salt.as_bytes()], texts.as_slice()].concat());
         let json = match cache.get(&key) {
             Some(json) => json.clone(),

@@ -248,7 +248,7 @@ fn cite_all(series: &Series, diagnostics: &mut Diagnostics) -> Vec<render::cite:
         }
     };
     let mut cache =
-        render::cite::CitationCache::load(series.root.join(".attnbook/cache/citations.json"));
+        render::cite::CitationCache::load(render::cache::file(&series.root, "citations"));
     let (citations, problems) = render::cite::render(series, bibliography.as_ref(), &mut cache);
     cache.save();
     diagnostics.extend(problems);
@@ -277,7 +277,7 @@ fn render_math(
         })
         .collect();
     let formulas: Vec<(&str, bool)> = texts.iter().map(|(t, d)| (t.as_str(), *d)).collect();
-    let mut cache = render::math::MathCache::load(series.root.join(".attnbook/cache/math.json"));
+    let mut cache = render::math::MathCache::load(render::cache::file(&series.root, "math"));
     let all = renderer.render_all(&formulas, &mut cache);
     cache.save();
     let mut rendered = all.into_iter();
@@ -367,12 +367,12 @@ pub fn build(plan: &BuildPlan) -> Outcome {
         .search
         .enabled
         .then(|| render::search::Sections::of(&series));
-    let search_cache = series.root.join(".attnbook/cache/search.json");
+    let search_cache = render::cache::file(&series.root, "search");
     let files = std::thread::scope(|scope| {
         let search =
             sections.map(|sections| scope.spawn(|| sections.index_json(Some(search_cache))));
         let highlighter = if series.config.highlight.enabled {
-            render::highlight::Highlighter::load(series.root.join(".attnbook/cache/highlight.json"))
+            render::highlight::Highlighter::load(render::cache::file(&series.root, "highlight"))
         } else {
             render::highlight::Highlighter::off()
         };
