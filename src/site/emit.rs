@@ -178,7 +178,11 @@ pub(super) fn write_site(
     {
         let _ = std::fs::remove_dir_all(spare);
     }
-    prune(staging.path(), &files);
+    if prune(staging.path(), &files).is_err() {
+        // Something in the old tree could not be listed or removed: start from nothing.
+        let _ = std::fs::remove_dir_all(staging.path());
+        std::fs::create_dir_all(staging.path()).map_err(|e| io("stage output next to", e))?;
+    }
     let count = files.len();
     for (rel, bytes) in files {
         let path = staging.path().join(rel);
@@ -221,17 +225,16 @@ pub(super) fn write_site(
 /// Removes from a recycled tree every entry that is neither one of `files` nor a directory
 /// on the way to one (a path that changed from directory to file or back goes too, and so do
 /// symbolic links and files with other hard links).
-fn prune(tree: &Path, files: &Files) {
+fn prune(tree: &Path, files: &Files) -> std::io::Result<()> {
     let wanted_files: HashSet<&Path> = files.iter().map(|(rel, _)| rel.as_path()).collect();
     let wanted_dirs: HashSet<&Path> = files
         .iter()
         .flat_map(|(rel, _)| rel.ancestors().skip(1))
         .collect();
     let mut walk = walkdir::WalkDir::new(tree).min_depth(1).into_iter();
-    while let Some(Ok(entry)) = walk.next() {
-        let Ok(rel) = entry.path().strip_prefix(tree) else {
-            continue;
-        };
+    while let Some(entry) = walk.next() {
+        let entry = entry?;
+        let rel = entry.path().strip_prefix(tree).unwrap_or(entry.path());
         let is_dir = entry.file_type().is_dir();
         // A symbolic link someone put in the old output goes: a write would follow it. So does
         // a file with another hard link (a copy made with `cp -al`): a write would change both.
@@ -240,16 +243,17 @@ fn prune(tree: &Path, files: &Files) {
         } else {
             entry.file_type().is_file()
                 && wanted_files.contains(rel)
-                && entry.metadata().is_ok_and(|m| m.nlink() == 1)
+                && entry.metadata()?.nlink() == 1
         };
         if keep {
             continue;
         }
-        let _ = if is_dir {
+        if is_dir {
             walk.skip_current_dir();
-            std::fs::remove_dir_all(entry.path())
+            std::fs::remove_dir_all(entry.path())?;
         } else {
-            std::fs::remove_file(entry.path())
-        };
+            std::fs::remove_file(entry.path())?;
+        }
     }
+    Ok(())
 }
