@@ -102,7 +102,8 @@ pub struct VerifyArgs {
     /// Report format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
-    /// Only these chapters (slugs); all when none are given.
+    /// Only these chapters (slugs), rerunning them and the chapters their quotes read; all
+    /// when none are given.
     pub chapters: Vec<String>,
     /// Experiment flags.
     #[command(flatten)]

@@ -142,3 +142,27 @@ fn a_failing_bound_is_never_rewritten_and_keeps_failing() {
         run.stdout
     );
 }
+
+/// `verify CHAPTER` reruns that chapter and the chapters its quotes read, and no other: a
+/// chapter whose experiment panics does not stop the check of an unrelated one.
+#[test]
+fn verify_named_chapters_reruns_only_what_they_read() {
+    let site = Site::fixture("basic");
+    site.write(
+        "content/03-broken.md",
+        "+++\ntitle = \"第三篇\"\nnumber = 3\n+++\n\n```rust,experiment\npanic!(\"this chapter is broken\");\n```\n",
+    );
+    let all = site.run(&["verify"]);
+    assert_eq!(all.code, 2, "{}", all.stderr);
+    assert!(
+        all.stderr.contains("this chapter is broken"),
+        "{}",
+        all.stderr
+    );
+
+    // `second` quotes `first/sum`: first reruns, broken does not.
+    let run = site.run(&["verify", "second"]);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    assert!(run.stdout.contains("1 quotes"), "{}", run.stdout);
+    assert!(!run.stderr.contains("broken"), "{}", run.stderr);
+}

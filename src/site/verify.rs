@@ -1,5 +1,6 @@
 //! `attnbook verify [--fix]`: rerun every experiment and check the prose against it.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use crate::content::{self, Series};
@@ -21,6 +22,11 @@ pub fn verify(plan: &VerifyPlan) -> Outcome {
         out.diagnostics.push(d);
         return out;
     }
+    if !plan.chapters.is_empty() {
+        // Only the named chapters and the chapters their quotes read (`other/name`) rerun.
+        let needed = needed_chapters(&series, &plan.chapters);
+        series.chapters.retain(|c| needed.contains(&c.slug));
+    }
     let mut lab_plan = plan.lab.clone();
     lab_plan.rerun = true;
     run_lab(&mut series, &lab_plan, &mut out.diagnostics);
@@ -30,18 +36,11 @@ pub fn verify(plan: &VerifyPlan) -> Outcome {
         out.series = Some(series);
         return out;
     }
-    let selected = |slug: &str, path: &Path| {
-        plan.chapters.is_empty()
-            || plan
-                .chapters
-                .iter()
-                .any(|c| c == slug || Path::new(c) == path || path.ends_with(c))
-    };
     let mut report = VerifyReport::default();
     for chapter in series
         .chapters
         .iter()
-        .filter(|c| selected(&c.slug, &c.path))
+        .filter(|c| is_named(&plan.chapters, &c.slug, &c.path))
     {
         report.check_chapter(chapter);
     }
@@ -59,6 +58,32 @@ pub fn verify(plan: &VerifyPlan) -> Outcome {
     out.report.splice(0..0, report.lines(plan.json));
     out.series = Some(series);
     out
+}
+
+/// True if `wanted` is empty (every chapter) or names this chapter by slug or file.
+fn is_named(wanted: &[String], slug: &str, path: &Path) -> bool {
+    wanted.is_empty()
+        || wanted
+            .iter()
+            .any(|c| c == slug || Path::new(c) == path || path.ends_with(c))
+}
+
+/// The slugs of the named chapters and of every chapter a quote of theirs reads.
+fn needed_chapters(series: &Series, wanted: &[String]) -> BTreeSet<String> {
+    let mut needed = BTreeSet::new();
+    for chapter in series
+        .chapters
+        .iter()
+        .filter(|c| is_named(wanted, &c.slug, &c.path))
+    {
+        needed.insert(chapter.slug.clone());
+        for quote in &chapter.doc.quotes {
+            if let Some((other, _)) = quote.name.split_once('/') {
+                needed.insert(other.to_string());
+            }
+        }
+    }
+    needed
 }
 
 fn select_chapters(series: &Series, wanted: &[String]) -> Result<(), Diagnostic> {
