@@ -473,3 +473,57 @@ fn search_and_highlighting_can_be_switched_off() {
     assert_eq!(run.code, 2, "a misspelt key is an error: {}", run.stderr);
     assert!(run.stderr.contains("enable"), "{}", run.stderr);
 }
+
+/// The build caches (citations, highlighted code, search index) are keyed by everything that
+/// decides their output: a rebuild after changing any of it shows the change.
+#[test]
+fn cached_citations_code_and_search_follow_their_sources() {
+    let site = Site::fixture("cite");
+    let chapter = site.read("content/01-a.md");
+    site.write(
+        "content/01-a.md",
+        &format!("{chapter}\n```python\nprint(1)\n```\n\n## 检索 {{#find}}\n\n原来的词语\n"),
+    );
+    assert_eq!(site.run(&["build"]).code, 0);
+    assert!(site.path(".attnbook/cache/render/citations.json").exists());
+    let first = site.read("public/a/index.html");
+    assert!(first.contains("Attention Is All You Need"));
+    assert!(site.read("public/search-index.json").contains("原来的词语"));
+
+    // The bibliography changes: the reference list follows.
+    let bib = site.read("content/references.bib");
+    site.write(
+        "content/references.bib",
+        &bib.replace(
+            "Attention Is All You Need",
+            "Attention Is Still All You Need",
+        ),
+    );
+    // The code block and the prose change: highlighting and the search index follow.
+    let edited = site
+        .read("content/01-a.md")
+        .replace("print(1)", "print(2)")
+        .replace("原来的词语", "改过的词语");
+    site.write("content/01-a.md", &edited);
+    let run = site.run(&["build"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let second = site.read("public/a/index.html");
+    assert!(
+        second.contains("Attention Is Still All You Need"),
+        "{second}"
+    );
+    assert!(
+        second.contains(">2</span>") && !second.contains(">1</span>)"),
+        "{second}"
+    );
+    let index = site.read("public/search-index.json");
+    assert!(index.contains("改过的词语") && !index.contains("原来的词语"));
+
+    // The citation style changes: every citation is formatted again.
+    let config = site.read("site.toml");
+    site.write("site.toml", &format!("citation_style = \"ieee\"\n{config}"));
+    let run = site.run(&["build"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let ieee = site.read("public/a/index.html");
+    assert!(ieee.contains(">[1]</a>"), "{ieee}");
+}

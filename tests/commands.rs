@@ -1,4 +1,4 @@
-//! `check` and `new`.
+//! `check`, `new` and `build --timings`.
 
 mod common;
 
@@ -106,4 +106,32 @@ fn new_scaffolds_the_next_chapter_and_it_builds() {
     );
     let bad = site.run(&["new", "Bad Slug"]);
     assert!(bad.stderr.contains("is not a valid slug"));
+}
+
+#[test]
+fn build_timings_lists_every_stage_and_the_total() {
+    let site = Site::fixture("serve-plain");
+    let run = site.run(&["build", "--timings"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let lines: Vec<&str> = run.stdout.lines().collect();
+    assert!(lines[0].starts_with("built 2 chapter(s)"), "{}", run.stdout);
+    assert_eq!(lines[1], "timings (wall):");
+    for stage in ["content + markdown", "chapter bodies", "pages", "write"] {
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.trim_start().starts_with(stage) && l.contains(" ms")),
+            "no `{stage}` line: {}",
+            run.stdout
+        );
+    }
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("math") && l.contains("(side by side)"))
+    );
+    assert!(lines.last().unwrap().trim_start().starts_with("total"));
+    // Without the flag, one line.
+    let plain = site.run(&["build"]);
+    assert_eq!(plain.stdout.lines().count(), 1, "{}", plain.stdout);
 }
