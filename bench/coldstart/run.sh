@@ -12,7 +12,8 @@
 #    rand, plotters, ...), runs every experiment, renders every formula;
 # 4. the same build again, everything cached (the everyday rebuild).
 #
-# Prints wall and CPU seconds of each step and the total. Results: docs/performance.md.
+# Prints wall and CPU seconds of each step, the total, and each step's share of the total and
+# of the machine's cores (CPU / wall). Results: docs/performance.md.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -47,6 +48,12 @@ cp "$clone"/target/cargo-timings/cargo-timing.html "$work/" 2>/dev/null || true
 step "first build" target/release/attnbook build
 step "second build (cached)" target/release/attnbook build
 t1=$(date +%s.%N)
-printf '  %-28s %8.1f s wall\n' "total (clone to site)" "$(echo "$t1 - $t0" | bc)"
+total=$(echo "$t1 - $t0" | bc)
+printf '  %-28s %8.1f s wall\n' "total (clone to site)" "$total"
+# Each step's share of the total, and how many of the cores it kept busy.
+while IFS=$'\t' read -r name wall user sys; do
+    printf '  %-28s %5.1f%% of the total, %.2f cores busy\n' "$name" \
+        "$(echo "100 * $wall / $total" | bc -l)" "$(echo "($user + $sys) / $wall" | bc -l)"
+done < "$work/results.tsv"
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 grep -E "experiments|built" "$work/first build.log" | tail -2 || true
