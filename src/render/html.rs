@@ -334,12 +334,31 @@ fn output_html(block: &BlockOutput) -> String {
 }
 
 fn figure_html(number: usize, figure: &Figure) -> String {
+    // The chart's natural width lets a narrow screen keep its labels legible (style.css, §13).
+    let natural = natural_width(&figure.svg)
+        .map(|w| format!(" style=\"--natural-width: {w}px\""))
+        .unwrap_or_default();
     format!(
-        "<figure class=\"lab-figure\" id=\"fig-{name}\">\n<div class=\"figure-svg\">{svg}</div>\n<figcaption><span class=\"figure-label\">图 {number}</span> {caption}</figcaption>\n</figure>\n",
+        "<figure class=\"lab-figure\" id=\"fig-{name}\">\n<div class=\"figure-svg\"{natural}>{svg}</div>\n<figcaption><span class=\"figure-label\">图 {number}</span> {caption}</figcaption>\n</figure>\n",
         name = escape(&figure.name),
         svg = figure.svg,
         caption = escape(&figure.caption)
     )
+}
+
+/// The width of the first `viewBox` of an SVG document, in whole user units, if it has one.
+fn natural_width(svg: &str) -> Option<u32> {
+    let start = svg.find("viewBox=")? + "viewBox=".len();
+    let quote = svg[start..]
+        .chars()
+        .next()
+        .filter(|c| *c == '"' || *c == '\'')?;
+    let value = &svg[start + 1..];
+    let value = &value[..value.find(quote)?];
+    let width: f64 = value.split_whitespace().nth(2)?.parse().ok()?;
+    (1.0..=10_000.0)
+        .contains(&width)
+        .then(|| width.round() as u32)
 }
 
 fn table_html(number: usize, table: &Table) -> String {
@@ -379,4 +398,21 @@ pub fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let _ = pulldown_cmark_escape::escape_html(&mut out, text);
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_natural_width_comes_from_the_view_box() {
+        assert_eq!(
+            natural_width(r#"<svg viewBox="0 0 600 380" width="100%">"#),
+            Some(600)
+        );
+        assert_eq!(natural_width("<svg viewBox='0 0 888.89 616'>"), Some(889));
+        assert_eq!(natural_width("<svg width=\"10\">"), None);
+        assert_eq!(natural_width(r#"<svg viewBox="0 0 nan 1">"#), None);
+        assert_eq!(natural_width(r#"<svg viewBox="0 0 600"#), None);
+    }
 }

@@ -910,15 +910,6 @@ async function main() {
                 // The chosen chapter always; any page that overflows too, as evidence.
                 await page.screenshot({ path: path.join(SCREENSHOT_DIR, `phone-${slug}.png`), fullPage: true });
               }
-              if (slug === shotSlug) {
-                const px = await page.evaluate(() => {
-                  const sizes = [...document.querySelectorAll("figure.lab-figure svg text")]
-                    .map((t) => t.getBoundingClientRect().height)
-                    .filter((h) => h > 0);
-                  return sizes.length ? Math.min(...sizes) : null;
-                });
-                if (px != null) console.log(`# phone ${slug}: smallest chart label box is ${px.toFixed(1)} CSS px tall at ${PHONE.width}px`);
-              }
               assert(
                 o.scrollWidth <= PHONE.width && o.bodyScrollWidth <= PHONE.width && o.innerWidth <= PHONE.width,
                 `document scrollWidth ${o.scrollWidth}px / body ${o.bodyScrollWidth}px / innerWidth ${o.innerWidth}px > ${PHONE.width}px; ` +
@@ -930,6 +921,30 @@ async function main() {
             }
           });
         }
+        // A chart scaled down to a phone's column had ~6 px labels; it now keeps 80% of its
+        // natural width in a box that scrolls sideways (style.css §13).
+        await check(`phone: chart labels at least 9 CSS px tall at ${PHONE.width}px on every chapter`, async () => {
+          const page = await ctx.newPage();
+          try {
+            const small = [];
+            let charts = 0;
+            for (const slug of chapters) {
+              await goto(page, pageUrl(slug));
+              const found = await page.evaluate(() => {
+                const heights = [...document.querySelectorAll("figure.lab-figure svg text")]
+                  .map((t) => t.getBoundingClientRect().height)
+                  .filter((h) => h > 0);
+                return { charts: document.querySelectorAll("figure.lab-figure svg").length, min: heights.length ? Math.min(...heights) : null };
+              });
+              charts += found.charts;
+              if (found.min != null && found.min < 9) small.push(`${slug}: ${found.min.toFixed(1)}px`);
+            }
+            assert(charts > 0, "no charts found on any chapter");
+            assert(!small.length, `labels too small: ${small.join(", ")}`);
+          } finally {
+            await page.close();
+          }
+        });
       } finally {
         await ctx.close();
       }
