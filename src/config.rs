@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
+use serde::de::DeserializeOwned;
 
 use crate::diagnostic::{Diagnostic, Location};
 
@@ -98,9 +99,9 @@ fn default_language() -> String {
 
 impl Config {
     /// Parses `site.toml` text; `path` is used for diagnostics only.
-    pub fn parse(path: &Path, text: &str) -> Result<Config, Diagnostic> {
-        let config: Config = toml::from_str(text).map_err(|e| toml_diagnostic(path, text, &e))?;
-        config.validate(path, text)?;
+    pub fn parse(path: &Path, text: &str) -> Result<Config, Vec<Diagnostic>> {
+        let config: Config = parse_toml(path, text)?;
+        config.validate(path, text).map_err(|d| vec![d])?;
         Ok(config)
     }
 
@@ -139,6 +140,70 @@ impl Config {
     pub fn base_url_slash(&self) -> String {
         format!("{}/", self.base_url.trim_end_matches('/'))
     }
+}
+
+/// Deserializes a TOML document and reports every problem in it, not only the first: every
+/// syntax error (toml's recovering parser), then every unknown key and every value of the wrong
+/// type. serde stops at the first of those, so each one found is reported, its key taken out of
+/// the document, and the rest deserialized again, until it succeeds or only a required key
+/// taken out (already reported) is missing.
+pub fn parse_toml<T: DeserializeOwned>(path: &Path, text: &str) -> Result<T, Vec<Diagnostic>> {
+    let (mut document, syntax) = toml::de::DeTable::parse_recoverable(text);
+    if !syntax.is_empty() {
+        return Err(syntax
+            .iter()
+            .map(|e| toml_diagnostic(path, text, e))
+            .collect());
+    }
+    let mut problems = Vec::new();
+    let mut taken_out = Vec::new();
+    loop {
+        let error = match T::deserialize(toml::de::Deserializer::from(document.clone())) {
+            Ok(value) if problems.is_empty() => return Ok(value),
+            Ok(_) => return Err(problems),
+            Err(error) => error,
+        };
+        let missing = error
+            .message()
+            .strip_prefix("missing field `")
+            .and_then(|r| r.split('`').next());
+        if missing.is_some_and(|field| taken_out.iter().any(|k| k == field)) {
+            return Err(problems);
+        }
+        problems.push(toml_diagnostic(path, text, &error));
+        // A missing key has nothing to take out: deserializing again would only repeat it.
+        if missing.is_some() {
+            return Err(problems);
+        }
+        match error
+            .span()
+            .and_then(|at| take_out(document.get_mut(), &at))
+        {
+            Some(key) => taken_out.push(key),
+            None => return Err(problems),
+        }
+    }
+}
+
+/// Removes the entry whose key or value holds `at` (the innermost, in nested tables); returns
+/// its key.
+fn take_out(table: &mut toml::de::DeTable<'_>, at: &std::ops::Range<usize>) -> Option<String> {
+    let holds = |span: std::ops::Range<usize>| span.start <= at.start && at.end <= span.end;
+    // A table's span need not cover its keys (`[lab]` and the lines under it), so look inside
+    // every nested table first.
+    for (_, value) in table.iter_mut() {
+        if let toml::de::DeValue::Table(inner) = value.get_mut()
+            && let Some(found) = take_out(inner, at)
+        {
+            return Some(found);
+        }
+    }
+    let key = table
+        .iter()
+        .find(|(key, value)| holds(key.span()) || holds(value.span()))
+        .map(|(key, _)| key.clone())?;
+    table.remove(&key);
+    Some(key.get_ref().to_string())
 }
 
 /// Turns a TOML error into a diagnostic at its span, with a hint for unknown keys.
@@ -201,8 +266,10 @@ mod tests {
     #[test]
     fn unknown_key_names_its_line_and_suggests_the_fix() {
         let text = "title = \"T\"\nbase_url = \"/\"\nlanguge = \"en\"\n";
-        let d = Config::parse(Path::new("site.toml"), text).unwrap_err();
-        let loc = d.location.unwrap();
+        let problems = Config::parse(Path::new("site.toml"), text).unwrap_err();
+        assert_eq!(problems.len(), 1);
+        let d = &problems[0];
+        let loc = d.location.clone().unwrap();
         assert_eq!((loc.line, loc.col), (3, 1));
         assert!(
             d.message.contains("unknown field `languge`"),
@@ -210,5 +277,57 @@ mod tests {
             d.message
         );
         assert_eq!(d.help.as_deref(), Some("did you mean `language`?"));
+    }
+
+    #[test]
+    fn every_problem_of_a_file_is_listed() {
+        let text = "title = \"T\"\nbase_url = \"/\"\ntitel = 1\n\n[lab]\ntimeout = \"soon\"\nmemry_mb = 5\n\n[search]\nenable = false\n";
+        let problems = Config::parse(Path::new("site.toml"), text).unwrap_err();
+        let found: Vec<(usize, &str)> = problems
+            .iter()
+            .map(|d| (d.location.as_ref().unwrap().line, d.message.as_str()))
+            .collect();
+        assert_eq!(found.len(), 4, "{found:?}");
+        assert!(
+            found.iter().any(|(l, m)| *l == 3 && m.contains("`titel`")),
+            "{found:?}"
+        );
+        assert!(
+            found
+                .iter()
+                .any(|(l, m)| *l == 6 && m.contains("invalid type")),
+            "{found:?}"
+        );
+        assert!(
+            found
+                .iter()
+                .any(|(l, m)| *l == 7 && m.contains("`memry_mb`")),
+            "{found:?}"
+        );
+        assert!(
+            found
+                .iter()
+                .any(|(l, m)| *l == 10 && m.contains("`enable`")),
+            "{found:?}"
+        );
+    }
+
+    #[test]
+    fn a_bad_required_value_is_reported_once_not_again_as_missing() {
+        let text = "title = 5\nbase_url = \"/\"\n";
+        let problems = Config::parse(Path::new("site.toml"), text).unwrap_err();
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(problems[0].message.contains("invalid type"));
+    }
+
+    #[test]
+    fn every_syntax_error_is_listed() {
+        let text = "title = \"T\nbase_url = \"/\"\nx = = 1\n";
+        let problems = Config::parse(Path::new("site.toml"), text).unwrap_err();
+        let lines: Vec<usize> = problems
+            .iter()
+            .map(|d| d.location.as_ref().unwrap().line)
+            .collect();
+        assert!(lines.contains(&1) && lines.contains(&3), "{problems:?}");
     }
 }

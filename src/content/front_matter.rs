@@ -8,7 +8,7 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use crate::config::toml_diagnostic;
+use crate::config::parse_toml;
 use crate::diagnostic::{Diagnostic, Location};
 
 /// The chapter's metadata.
@@ -58,10 +58,11 @@ const FENCE: &str = "+++";
 pub(super) fn parse(path: &Path, source: &str) -> Result<(FrontMatter, usize), Vec<Diagnostic>> {
     let (toml_range, body_offset) = split(path, source).map_err(|d| vec![d])?;
     let toml_text = &source[toml_range.clone()];
-    let mut front: FrontMatter = toml::from_str(toml_text).map_err(|e| {
-        let mut d = toml_diagnostic(path, toml_text, &e);
-        shift(&mut d, path, source, toml_range.start);
-        vec![d]
+    let mut front: FrontMatter = parse_toml(path, toml_text).map_err(|mut problems| {
+        for d in &mut problems {
+            shift(d, path, source, toml_range.start);
+        }
+        problems
     })?;
     front.number_span = value_span(toml_text, "number")
         .map(|r| r.start + toml_range.start..r.end + toml_range.start)

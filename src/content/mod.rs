@@ -123,12 +123,14 @@ impl Series {
 }
 
 /// Reads `site.toml`; a missing or broken file is a diagnostic.
-pub fn load_config(root: &Path) -> Result<Config, Diagnostic> {
+pub fn load_config(root: &Path) -> Result<Config, Vec<Diagnostic>> {
     let path = Path::new("site.toml");
     let text = std::fs::read_to_string(root.join(path)).map_err(|e| {
-        Diagnostic::error(format!("cannot read {}: {e}", root.join(path).display())).with_help(
-            "run attnbook in a site directory (one with site.toml and content/) or pass --root DIR",
-        )
+        vec![
+            Diagnostic::error(format!("cannot read {}: {e}", root.join(path).display())).with_help(
+                "run attnbook in a site directory (one with site.toml and content/) or pass --root DIR",
+            ),
+        ]
     })?;
     Config::parse(path, &text)
 }
@@ -136,8 +138,8 @@ pub fn load_config(root: &Path) -> Result<Config, Diagnostic> {
 /// Loads the whole series: config, every chapter, ordering and uniqueness checks.
 pub fn load(root: &Path, include_drafts: bool) -> Result<Series, Diagnostics> {
     let mut diagnostics = Diagnostics::default();
-    let config = load_config(root).map_err(|d| {
-        diagnostics.push(d);
+    let config = load_config(root).map_err(|problems| {
+        diagnostics.extend(problems);
         std::mem::take(&mut diagnostics)
     });
     let chapters = load_chapters(root, &mut diagnostics);
