@@ -274,6 +274,7 @@ pub fn chapter_page<'a>(
     tera: &Tera,
     series: &'a Series,
     values: &crate::quotes::ValueIndex,
+    related: &taxonomy::Related,
     index: usize,
 ) -> Result<String, Diagnostic> {
     let chapter = &series.chapters[index];
@@ -307,10 +308,7 @@ pub fn chapter_page<'a>(
         &index.checked_sub(1).map(|i| link(&series.chapters[i])),
     );
     context.insert("next", &series.chapters.get(index + 1).map(link));
-    let related: Vec<LinkView<'_>> = taxonomy::related(series, chapter)
-        .into_iter()
-        .map(link)
-        .collect();
+    let related: Vec<LinkView<'_>> = related.of(series, index).into_iter().map(link).collect();
     context.insert("related", &related);
     context.insert("run", &chapter.run.as_ref().map(|r| run_view(&r.meta)));
     tera.render("chapter.html", &context)

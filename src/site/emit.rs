@@ -29,11 +29,12 @@ pub(super) fn render_site(
     let tera = render::load_templates(&series.root)?;
     timings.lap("templates");
     let values = quotes::ValueIndex::new(series);
+    let related = render::taxonomy::Related::new(series);
     let mut files: Files = Vec::new();
     let mut errors = Vec::new();
     let pages: Vec<_> = (0..series.chapters.len())
         .into_par_iter()
-        .map(|i| render::chapter_page(&tera, series, &values, i))
+        .map(|i| render::chapter_page(&tera, series, &values, &related, i))
         .collect();
     for (chapter, page) in series.chapters.iter().zip(pages) {
         match page {
