@@ -1,7 +1,8 @@
 //! TOML front matter between `+++` lines (DESIGN §3.1).
 //!
 //! Strict: unknown keys, wrong types and missing required keys are errors that point at the
-//! line in the chapter file (lines counted from the top of the file, front matter included).
+//! line in the chapter file (lines counted from the top of the file, front matter included),
+//! every one of them listed at once (`config::parse_toml`).
 
 use std::ops::Range;
 use std::path::Path;

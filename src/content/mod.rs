@@ -122,7 +122,7 @@ impl Series {
     }
 }
 
-/// Reads `site.toml`; a missing or broken file is a diagnostic.
+/// Reads `site.toml`; a missing file is a diagnostic, a broken one every problem in it.
 pub fn load_config(root: &Path) -> Result<Config, Vec<Diagnostic>> {
     let path = Path::new("site.toml");
     let text = std::fs::read_to_string(root.join(path)).map_err(|e| {
