@@ -94,10 +94,11 @@ fn biblatex_diagnostic(
     Diagnostic::error(format!("bibliography: {error}")).at(Location::in_source(path, text, span))
 }
 
-fn style_named(name: &str) -> Option<IndependentStyle> {
-    match ArchivedStyle::by_name(name).map(ArchivedStyle::get) {
-        Some(Style::Independent(style)) => Some(style),
-        _ => None,
+/// The decoded style, if it is an independent one (a dependent style cannot format alone).
+fn independent(archived: ArchivedStyle) -> Option<IndependentStyle> {
+    match archived.get() {
+        Style::Independent(style) => Some(style),
+        Style::Dependent(_) => None,
     }
 }
 
@@ -134,12 +135,12 @@ pub fn render(
         );
     };
     let name = &series.config.citation_style;
-    if ArchivedStyle::by_name(name).is_none() {
+    let Some(archived) = ArchivedStyle::by_name(name) else {
         return (
             vec![ChapterCitations::default(); series.chapters.len()],
             vec![unknown_style(name)],
         );
-    }
+    };
     // Decoded only if some chapter's citations are not cached.
     let style = std::cell::OnceCell::new();
     // Every CSL locale of the archive, decoded once per process (`serve` rebuilds).
@@ -160,7 +161,7 @@ pub fn render(
             all.push(hit.clone());
             continue;
         }
-        let Some(style) = style.get_or_init(|| style_named(name)) else {
+        let Some(style) = style.get_or_init(|| independent(archived)) else {
             problems.push(unknown_style(name));
             all.push(ChapterCitations::default());
             continue;
