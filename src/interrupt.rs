@@ -1,16 +1,18 @@
-//! Ctrl-C: stop cleanly, lose nothing.
+//! Ctrl-C, SIGTERM, SIGHUP: stop cleanly, lose nothing.
 //!
 //! The output directory is only swapped in at the very end of a build, so an interrupted build
 //! never damages `public/`. What an interrupt could leave behind is a half-written staging
-//! directory and running experiment processes; both register here while they exist, and the
-//! handler removes and kills them before exiting with status 130.
+//! directory and running experiments; both register here while they exist, and the handler
+//! removes the directories and kills every experiment process group, and every process the
+//! experiments started that was adopted by this one, before exiting with status 130. The same
+//! happens on SIGTERM (CI cancelling a job, `timeout`) and SIGHUP (a closed terminal).
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::Mutex;
 
 static STAGING: Mutex<BTreeSet<PathBuf>> = Mutex::new(BTreeSet::new());
-static CHILDREN: Mutex<BTreeSet<u32>> = Mutex::new(BTreeSet::new());
+static GROUPS: Mutex<BTreeSet<u32>> = Mutex::new(BTreeSet::new());
 static CRITICAL: Mutex<()> = Mutex::new(());
 
 /// Runs `f` with interrupts deferred until it returns.
@@ -23,11 +25,12 @@ pub fn critical<T>(f: impl FnOnce() -> T) -> T {
 pub fn install() {
     let _ = ctrlc::set_handler(|| {
         let _critical = CRITICAL.lock();
-        if let Ok(children) = CHILDREN.lock() {
-            for &pid in children.iter() {
-                kill(pid);
+        if let Ok(groups) = GROUPS.lock() {
+            for &group in groups.iter() {
+                crate::lab::signal_group(group, libc::SIGKILL);
             }
         }
+        crate::lab::kill_orphans(&[]);
         if let Ok(dirs) = STAGING.lock() {
             for dir in dirs.iter() {
                 let _ = std::fs::remove_dir_all(dir);
@@ -38,17 +41,6 @@ pub fn install() {
     });
 }
 
-#[cfg(unix)]
-fn kill(pid: u32) {
-    // SAFETY: sending a signal has no memory-safety preconditions.
-    unsafe {
-        libc::kill(pid as libc::pid_t, libc::SIGKILL);
-    }
-}
-
-#[cfg(not(unix))]
-fn kill(_pid: u32) {}
-
 /// Removes its entry when dropped.
 #[must_use = "the registration ends when the guard is dropped"]
 pub struct Registered {
@@ -57,7 +49,7 @@ pub struct Registered {
 
 enum Entry {
     Dir(PathBuf),
-    Child(u32),
+    Group(u32),
 }
 
 /// Registers a staging directory to delete on interrupt.
@@ -70,13 +62,13 @@ pub fn staging_dir(path: PathBuf) -> Registered {
     }
 }
 
-/// Registers a child process to kill on interrupt.
-pub fn child(pid: u32) -> Registered {
-    if let Ok(mut children) = CHILDREN.lock() {
-        children.insert(pid);
+/// Registers a process group (an experiment process and what it started) to kill on interrupt.
+pub fn process_group(group: u32) -> Registered {
+    if let Ok(mut groups) = GROUPS.lock() {
+        groups.insert(group);
     }
     Registered {
-        entry: Entry::Child(pid),
+        entry: Entry::Group(group),
     }
 }
 
@@ -88,9 +80,9 @@ impl Drop for Registered {
                     dirs.remove(path);
                 }
             }
-            Entry::Child(pid) => {
-                if let Ok(mut children) = CHILDREN.lock() {
-                    children.remove(pid);
+            Entry::Group(group) => {
+                if let Ok(mut groups) = GROUPS.lock() {
+                    groups.remove(group);
                 }
             }
         }

@@ -69,6 +69,13 @@ impl Chapter {
         self.front.seed.unwrap_or_else(|| derive_seed(&self.slug))
     }
 
+    /// True when the chapter has experiments but no results: they failed (already reported)
+    /// or never ran. Lookups of its values, figures and tables are then not errors of their
+    /// own, so that one mistake gives one error.
+    pub fn lacks_results(&self) -> bool {
+        !self.doc.experiments.is_empty() && self.run.is_none()
+    }
+
     /// A location in this chapter's file.
     pub fn location(&self, span: std::ops::Range<usize>) -> Location {
         Location::in_source(&self.path, &self.source, span)

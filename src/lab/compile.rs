@@ -1,9 +1,12 @@
 //! Compiles the generated crate with cargo and maps compiler messages back to Markdown.
 //!
-//! Cargo runs with `--message-format=json`; each `compiler-message` whose primary span lies in a
-//! chapter module becomes a [`Diagnostic`] at the chapter's `path:line:col`, with the compiler's
-//! label, notes and help. Anything that cannot be mapped is still reported, never dropped.
+//! Cargo builds the binaries of the stale chapters with `--keep-going`, so a chapter that does
+//! not compile stops only itself. It runs with `--message-format=json`; each `compiler-message`
+//! whose primary span lies in a chapter binary becomes a [`Diagnostic`] at the chapter's
+//! `path:line:col`, with the compiler's label, notes and help. Anything that cannot be mapped is
+//! still reported, never dropped.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -17,6 +20,12 @@ struct CargoMessage {
     reason: String,
     message: Option<CompilerMessage>,
     executable: Option<PathBuf>,
+    target: Option<Target>,
+}
+
+#[derive(Deserialize)]
+struct Target {
+    name: String,
 }
 
 #[derive(Deserialize)]
@@ -37,23 +46,34 @@ struct Span {
     label: Option<String>,
 }
 
-/// The result of a successful build: the binary to run, plus warnings.
+/// What the build produced: a binary for each chapter that compiled, and the problems.
 pub(super) struct Built {
-    /// Path of the experiment binary.
-    pub executable: PathBuf,
+    /// Binary name -> path, for every requested binary that was built.
+    pub executables: HashMap<String, PathBuf>,
+    /// Compiler errors (mapped to Markdown where they can be) and, if the build failed
+    /// without any, what cargo printed.
+    pub errors: Vec<Diagnostic>,
     /// Compiler warnings mapped to Markdown.
     pub warnings: Vec<Diagnostic>,
 }
 
-/// Runs `cargo build --release` in `crate_dir` with `target_dir`; maps messages through `map`.
+/// Runs `cargo build --release --keep-going --bin ...` in `crate_dir` with `target_dir`; maps
+/// messages through `map`.
 pub(super) fn build(
     crate_dir: &Path,
     target_dir: &Path,
+    bins: &[&str],
     map: &SourceMap,
 ) -> Result<Built, Vec<Diagnostic>> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let output = Command::new(cargo)
-        .args(["build", "--release", "--message-format=json"])
+        .args([
+            "build",
+            "--release",
+            "--keep-going",
+            "--message-format=json",
+        ])
+        .args(bins.iter().flat_map(|bin| ["--bin", bin]))
         .current_dir(crate_dir)
         .env("CARGO_TARGET_DIR", target_dir)
         .env_remove("CARGO_PRIMARY_PACKAGE")
@@ -65,63 +85,44 @@ pub(super) fn build(
                     .with_help("install Rust with cargo, or set CARGO"),
             ]
         })?;
-    let mut errors = Vec::new();
-    let mut warnings = Vec::new();
-    let mut executable = None;
+    let mut built = Built {
+        executables: HashMap::new(),
+        errors: Vec::new(),
+        warnings: Vec::new(),
+    };
     for line in String::from_utf8_lossy(&output.stdout).lines() {
         let Ok(msg) = serde_json::from_str::<CargoMessage>(line) else {
             continue;
         };
         match (msg.reason.as_str(), msg.message) {
             ("compiler-message", Some(m)) => match m.level.as_str() {
-                "error" => errors.push(to_diagnostic(&m, map, true)),
-                "warning" if is_ours(&m, map) => warnings.push(to_diagnostic(&m, map, false)),
+                // Aggregate lines like "aborting due to 2 previous errors" carry no place.
+                "error" if m.message.starts_with("aborting due to") => {}
+                "error" => built.errors.push(to_diagnostic(&m, map, true)),
+                "warning" if is_ours(&m, map) => built.warnings.push(to_diagnostic(&m, map, false)),
                 _ => {}
             },
-            ("compiler-artifact", _) => executable = msg.executable.or(executable),
+            ("compiler-artifact", _) => {
+                if let (Some(target), Some(executable)) = (msg.target, msg.executable) {
+                    built.executables.insert(target.name, executable);
+                }
+            }
             _ => {}
         }
     }
-    finish(
-        output.status.success(),
-        executable,
-        errors,
-        warnings,
-        &output.stderr,
-    )
+    if !output.status.success() && built.errors.is_empty() {
+        built.errors.push(
+            Diagnostic::error("building the experiments failed")
+                .with_note(tail(&output.stderr, 15)),
+        );
+    }
+    Ok(built)
 }
 
-fn finish(
-    ok: bool,
-    executable: Option<PathBuf>,
-    mut errors: Vec<Diagnostic>,
-    warnings: Vec<Diagnostic>,
-    stderr: &[u8],
-) -> Result<Built, Vec<Diagnostic>> {
-    match (ok, executable) {
-        (true, Some(executable)) => Ok(Built {
-            executable,
-            warnings,
-        }),
-        _ => {
-            // Aggregate lines like "aborting due to 2 previous errors" carry no place of their own.
-            errors.retain(|d| !d.message.starts_with("aborting due to"));
-            if errors.is_empty() {
-                let tail: Vec<&str> = std::str::from_utf8(stderr)
-                    .unwrap_or("")
-                    .lines()
-                    .rev()
-                    .take(15)
-                    .collect();
-                let text: Vec<&str> = tail.into_iter().rev().collect();
-                errors.push(
-                    Diagnostic::error("building the experiments failed").with_note(text.join("\n")),
-                );
-            }
-            errors.extend(warnings);
-            Err(errors)
-        }
-    }
+fn tail(bytes: &[u8], lines: usize) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
 }
 
 fn primary(m: &CompilerMessage) -> Option<&Span> {
@@ -199,14 +200,15 @@ mod tests {
                 blocks: &[block],
             }],
         );
+        let file = format!("src/bin/{}.rs", krate.bins[0]);
         let (_, module) = krate
             .files
             .iter()
-            .find(|(p, _)| p.ends_with("ch_0_a.rs"))
+            .find(|(p, _)| p.to_str() == Some(file.as_str()))
             .unwrap();
         let line = module.lines().position(|l| l.starts_with("let y")).unwrap() + 1;
         let json = format!(
-            r#"{{"message":"cannot find value `x` in this scope","level":"error","spans":[{{"file_name":"src/ch_0_a.rs","line_start":{line},"column_start":9,"is_primary":true,"label":"not found in this scope"}}],"children":[{{"message":"a local variable with a similar name exists: `y`","level":"help","spans":[],"children":[],"rendered":null}}],"rendered":"..."}}"#
+            r#"{{"message":"cannot find value `x` in this scope","level":"error","spans":[{{"file_name":"{file}","line_start":{line},"column_start":9,"is_primary":true,"label":"not found in this scope"}}],"children":[{{"message":"a local variable with a similar name exists: `y`","level":"help","spans":[],"children":[],"rendered":null}}],"rendered":"..."}}"#
         );
         let m: CompilerMessage = serde_json::from_str(&json).unwrap();
         let d = to_diagnostic(&m, &krate.map, true);

@@ -1,17 +1,25 @@
 //! Stage 3: compile and run the experiment blocks, cached.
 //!
 //! 1. Key each chapter's blocks (`cache`); chapters whose key is cached are done.
-//! 2. Generate one crate for the stale chapters ([`generate`]) and build it with cargo
-//!    (`compile`), mapping compiler messages to Markdown lines.
-//! 3. Run each stale chapter in its own process, in parallel (`process`), and read its
-//!    results back over JSON; panics and timeouts become diagnostics at the block.
-//! 4. Store the fresh results in the cache.
+//! 2. Generate the experiment crate, one binary per chapter ([`generate`]), and build the stale
+//!    chapters' binaries with cargo (`compile`), mapping compiler messages to Markdown lines.
+//! 3. Run each chapter that compiled in its own process group, in parallel (`process`), and
+//!    read its results back over JSON; panics and timeouts become diagnostics at the block,
+//!    and whatever the experiments started is killed when they end (`reap`).
+//! 4. Store the fresh results of every chapter that succeeded in the cache.
+//!
+//! One chapter's failure costs only that chapter: the others are still compiled, run, cached
+//! and bound, so one mistake gives one error.
 
 mod cache;
 mod compile;
 mod generate;
 mod process;
+mod reap;
 
+pub use reap::{kill_orphans, signal_group};
+
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -123,17 +131,27 @@ pub fn last_results(series: &Series) -> Vec<Option<ChapterRun>> {
         .collect()
 }
 
-/// Every chapter's run (`None` for chapters without experiments), or the problems found.
-pub type Runs = Result<Vec<Option<ChapterRun>>, Vec<Diagnostic>>;
+/// Every chapter's run and the problems found.
+#[derive(Debug, Default)]
+pub struct Runs {
+    /// One entry per chapter: `None` for chapters without experiments and for chapters whose
+    /// experiments failed (their problems are in `errors`).
+    pub runs: Vec<Option<ChapterRun>>,
+    /// Compile errors, panics, timeouts: each at the block it concerns.
+    pub errors: Vec<Diagnostic>,
+}
 
-/// Runs (or loads from cache) the experiments of every chapter; `None` for chapters without.
+/// Runs (or loads from cache) the experiments of every chapter.
 pub fn run(series: &Series, plan: &LabPlan) -> Runs {
-    let mut runs: Vec<Option<ChapterRun>> = vec![None; series.chapters.len()];
+    let mut out = Runs {
+        runs: vec![None; series.chapters.len()],
+        errors: Vec::new(),
+    };
     let with_blocks: Vec<usize> = (0..series.chapters.len())
         .filter(|&i| !series.chapters[i].doc.experiments.is_empty())
         .collect();
     if with_blocks.is_empty() {
-        return Ok(runs);
+        return out;
     }
     let paths = Paths::new(series);
     let toolchain = rustc_version();
@@ -150,43 +168,91 @@ pub fn run(series: &Series, plan: &LabPlan) -> Runs {
         match cache::load(&cache_dir, &c.slug, &key).filter(|_| !plan.rerun) {
             Some(mut run) => {
                 run.from_cache = true;
-                runs[i] = Some(run);
+                out.runs[i] = Some(run);
             }
             None => stale.push((i, key)),
         }
     }
     if stale.is_empty() {
-        return Ok(runs);
+        return out;
     }
-    let chapters: Vec<&Chapter> = stale.iter().map(|(i, _)| &series.chapters[*i]).collect();
-    let built = build(&paths, &chapters, plan)?;
-    let fresh = run_all(
+    let all: Vec<&Chapter> = with_blocks.iter().map(|&i| &series.chapters[i]).collect();
+    let stale_slugs: Vec<&str> = stale
+        .iter()
+        .map(|(i, _)| series.chapters[*i].slug.as_str())
+        .collect();
+    let built = match build(&paths, &all, &stale_slugs, plan) {
+        Ok(built) => built,
+        Err(errors) => {
+            out.errors = errors;
+            return out;
+        }
+    };
+    out.errors.extend(built.errors.iter().cloned());
+    // Chapters that did not compile have their errors reported already.
+    let runnable: Vec<(usize, String, &Chapter, &Path)> = stale
+        .into_iter()
+        .filter_map(|(i, key)| {
+            let chapter = &series.chapters[i];
+            let executable = built.executable(&chapter.slug)?;
+            Some((i, key, chapter, executable))
+        })
+        .collect();
+    let jobs: Vec<(&Chapter, &Path)> = runnable.iter().map(|(_, _, c, e)| (*c, *e)).collect();
+    reap::become_subreaper();
+    let outcomes = run_all(
         &paths,
-        &built,
-        &chapters,
+        &built.map,
+        &jobs,
         plan,
         &series.config.lab,
         &toolchain,
-    )?;
-    for ((i, key), run) in stale.into_iter().zip(fresh) {
-        let slug = &series.chapters[i].slug;
-        if let Err(e) = cache::store(&cache_dir, slug, &key, &run) {
-            eprintln!("warning: cannot write the experiment cache for {slug}: {e}");
+    );
+    // Nothing may run any more: whatever a chapter started and left behind goes now.
+    reap::kill_orphans(&[]);
+    for ((i, key, chapter, _), outcome) in runnable.into_iter().zip(outcomes) {
+        match outcome {
+            Ok(run) => {
+                if let Err(e) = cache::store(&cache_dir, &chapter.slug, &key, &run) {
+                    eprintln!(
+                        "warning: cannot write the experiment cache for {}: {e}",
+                        chapter.slug
+                    );
+                }
+                out.runs[i] = Some(run);
+            }
+            Err(errors) => out.errors.extend(errors),
         }
-        runs[i] = Some(run);
     }
-    Ok(runs)
+    out
 }
 
 /// One chapter's run, or what went wrong.
 type Outcome = Result<ChapterRun, Vec<Diagnostic>>;
 
+/// The compiled experiment crate.
 struct Built {
-    executable: PathBuf,
+    /// Chapter slug -> binary.
+    executables: HashMap<String, PathBuf>,
+    /// Generated lines -> Markdown lines.
     map: SourceMap,
+    /// Compile errors of the chapters that did not compile.
+    errors: Vec<Diagnostic>,
 }
 
-fn build(paths: &Paths, chapters: &[&Chapter], plan: &LabPlan) -> Result<Built, Vec<Diagnostic>> {
+impl Built {
+    fn executable(&self, slug: &str) -> Option<&Path> {
+        self.executables.get(slug).map(PathBuf::as_path)
+    }
+}
+
+/// Generates the crate for every chapter with blocks and compiles the stale ones.
+fn build(
+    paths: &Paths,
+    chapters: &[&Chapter],
+    stale: &[&str],
+    plan: &LabPlan,
+) -> Result<Built, Vec<Diagnostic>> {
     let blocks: Vec<ChapterBlocks<'_>> = chapters
         .iter()
         .map(|c| ChapterBlocks {
@@ -204,13 +270,22 @@ fn build(paths: &Paths, chapters: &[&Chapter], plan: &LabPlan) -> Result<Built, 
         ))]
     };
     write_crate(&crate_dir, &krate.files).map_err(io_error)?;
+    let bin_of: HashMap<&str, &str> = chapters
+        .iter()
+        .zip(&krate.bins)
+        .map(|(c, bin)| (c.slug.as_str(), bin.as_str()))
+        .collect();
+    let bins: Vec<&str> = stale
+        .iter()
+        .filter_map(|s| bin_of.get(s).copied())
+        .collect();
     let spinner = spinner(
         plan.progress,
-        format!("compiling experiments of {} chapter(s)", chapters.len()),
+        format!("compiling experiments of {} chapter(s)", stale.len()),
     );
-    let built = compile::build(&crate_dir, &paths.target, &krate.map);
+    let built = compile::build(&crate_dir, &paths.target, &bins, &krate.map);
     spinner.finish_and_clear();
-    let built = built?;
+    let mut built = built?;
     for w in &built.warnings {
         eprintln!(
             "warning: {}{}",
@@ -221,20 +296,28 @@ fn build(paths: &Paths, chapters: &[&Chapter], plan: &LabPlan) -> Result<Built, 
                 .unwrap_or_default()
         );
     }
+    let executables = bin_of
+        .iter()
+        .filter_map(|(slug, bin)| Some((slug.to_string(), built.executables.remove(*bin)?)))
+        .collect();
     Ok(Built {
-        executable: built.executable,
+        executables,
         map: krate.map,
+        errors: built.errors,
     })
 }
 
-/// Writes files whose contents changed (unchanged files keep their mtime, so cargo skips them).
+/// Writes files whose contents changed (unchanged files keep their mtime, so cargo skips them)
+/// and removes every other file under `src/` (chapters gone, an older layout).
 fn write_crate(dir: &Path, files: &[(PathBuf, String)]) -> std::io::Result<()> {
     let src = dir.join("src");
-    std::fs::create_dir_all(&src)?;
-    for entry in std::fs::read_dir(&src)? {
-        let path = entry?.path();
-        if !files.iter().any(|(rel, _)| dir.join(rel) == path) {
-            std::fs::remove_file(path)?;
+    std::fs::create_dir_all(src.join("bin"))?;
+    for entry in walkdir::WalkDir::new(&src) {
+        let entry = entry.map_err(std::io::Error::other)?;
+        if entry.file_type().is_file()
+            && !files.iter().any(|(rel, _)| dir.join(rel) == entry.path())
+        {
+            std::fs::remove_file(entry.path())?;
         }
     }
     for (rel, text) in files {
@@ -263,7 +346,7 @@ fn spinner(show: bool, message: String) -> indicatif::ProgressBar {
 
 /// What every chapter run of one build shares.
 struct RunSettings<'a> {
-    built: &'a Built,
+    map: &'a SourceMap,
     results_dir: PathBuf,
     output_cap: usize,
     default_timeout: Duration,
@@ -271,32 +354,31 @@ struct RunSettings<'a> {
     toolchain: &'a str,
 }
 
+/// Runs `jobs` (chapter, binary), `plan.jobs` at a time; one outcome per job, in order.
 fn run_all(
     paths: &Paths,
-    built: &Built,
-    chapters: &[&Chapter],
+    map: &SourceMap,
+    jobs: &[(&Chapter, &Path)],
     plan: &LabPlan,
     site: &crate::config::LabConfig,
     toolchain: &str,
-) -> Result<Vec<ChapterRun>, Vec<Diagnostic>> {
+) -> Vec<Outcome> {
     let results_dir = paths.work.join("run");
-    std::fs::create_dir_all(&results_dir).map_err(|e| {
-        vec![Diagnostic::error(format!(
-            "cannot create {}: {e}",
-            results_dir.display()
-        ))]
-    })?;
+    if let Err(e) = std::fs::create_dir_all(&results_dir) {
+        let error = Diagnostic::error(format!("cannot create {}: {e}", results_dir.display()));
+        return jobs.iter().map(|_| Err(vec![error.clone()])).collect();
+    }
     let bar = if plan.progress {
-        indicatif::ProgressBar::new(chapters.len() as u64)
+        indicatif::ProgressBar::new(jobs.len() as u64)
     } else {
         indicatif::ProgressBar::hidden()
     };
     bar.set_message("running experiments");
     let next = AtomicUsize::new(0);
-    let outcomes: Mutex<Vec<Option<Outcome>>> = Mutex::new(vec![None; chapters.len()]);
+    let outcomes: Mutex<Vec<Option<Outcome>>> = Mutex::new(vec![None; jobs.len()]);
     let settings = RunSettings {
-        built,
-        results_dir: results_dir.clone(),
+        map,
+        results_dir,
         output_cap: plan.output_cap,
         default_timeout: site
             .timeout
@@ -306,14 +388,14 @@ fn run_all(
         toolchain,
     };
     std::thread::scope(|scope| {
-        for _ in 0..plan.jobs.max(1).min(chapters.len()) {
+        for _ in 0..plan.jobs.max(1).min(jobs.len()) {
             scope.spawn(|| {
-                while let Some(&chapter) = chapters.get(next.fetch_add(1, Ordering::SeqCst)) {
-                    let index = chapters
-                        .iter()
-                        .position(|c| std::ptr::eq(*c, chapter))
-                        .unwrap_or(0);
-                    let outcome = run_chapter(&settings, chapter);
+                loop {
+                    let index = next.fetch_add(1, Ordering::SeqCst);
+                    let Some(&(chapter, executable)) = jobs.get(index) else {
+                        break;
+                    };
+                    let outcome = run_chapter(&settings, chapter, executable);
                     if let Ok(mut all) = outcomes.lock() {
                         all[index] = Some(outcome);
                     }
@@ -323,29 +405,28 @@ fn run_all(
         }
     });
     bar.finish_and_clear();
-    let mut runs = Vec::new();
-    let mut errors = Vec::new();
-    for outcome in outcomes
+    outcomes
         .into_inner()
         .unwrap_or_default()
         .into_iter()
-        .flatten()
-    {
-        match outcome {
-            Ok(run) => runs.push(run),
-            Err(e) => errors.extend(e),
-        }
-    }
-    if errors.is_empty() {
-        Ok(runs)
-    } else {
-        Err(errors)
-    }
+        .map(|o| o.unwrap_or_else(|| Err(Vec::new())))
+        .collect()
 }
 
-fn run_chapter(settings: &RunSettings<'_>, chapter: &Chapter) -> Outcome {
+/// Most bytes of results JSON read back from one chapter (figures included).
+const RESULTS_CAP: u64 = 256 * 1024 * 1024;
+
+/// Distinguishes the processes of one chapter run from every other's.
+fn run_token(slug: &str) -> String {
+    static RUNS: AtomicUsize = AtomicUsize::new(0);
+    let n = RUNS.fetch_add(1, Ordering::SeqCst);
+    let slug = blake3::hash(slug.as_bytes()).to_hex();
+    format!("{}-{n}-{}", std::process::id(), &slug[..8])
+}
+
+fn run_chapter(settings: &RunSettings<'_>, chapter: &Chapter, executable: &Path) -> Outcome {
     let RunSettings {
-        built,
+        map,
         results_dir,
         output_cap,
         default_timeout,
@@ -378,10 +459,10 @@ fn run_chapter(settings: &RunSettings<'_>, chapter: &Chapter) -> Outcome {
     let _ = std::fs::remove_file(&results_path);
     let started = Instant::now();
     let finished = process::run(
-        &built.executable,
-        &chapter.slug,
-        chapter.seed(),
-        &results_path,
+        executable,
+        (&chapter.slug, chapter.seed(), &results_path),
+        blocks.len(),
+        &run_token(&chapter.slug),
         &limits,
     )
     .map_err(|e| {
@@ -391,10 +472,8 @@ fn run_chapter(settings: &RunSettings<'_>, chapter: &Chapter) -> Outcome {
         ))]
     })?;
     let duration_ms = started.elapsed().as_millis() as u64;
-    let results: Option<ChapterResults> = std::fs::read_to_string(&results_path)
-        .ok()
-        .and_then(|t| serde_json::from_str(&t).ok());
-    if let Some(d) = failure(chapter, &built.map, &finished, results.as_ref()) {
+    let results = read_results(&results_path);
+    if let Some(d) = failure(chapter, map, &finished, results.as_ref()) {
         return Err(vec![d]);
     }
     let mut outputs = finished.blocks;
@@ -411,6 +490,18 @@ fn run_chapter(settings: &RunSettings<'_>, chapter: &Chapter) -> Outcome {
         meta,
         from_cache: false,
     })
+}
+
+/// The results file, unless it is missing, malformed or larger than [`RESULTS_CAP`].
+fn read_results(path: &Path) -> Option<ChapterResults> {
+    use std::io::Read;
+    let mut text = String::new();
+    std::fs::File::open(path)
+        .ok()?
+        .take(RESULTS_CAP)
+        .read_to_string(&mut text)
+        .ok()?;
+    serde_json::from_str(&text).ok()
 }
 
 /// Turns a failed run into a diagnostic at the block (or line) that failed.

@@ -121,6 +121,10 @@ pub fn bind(series: &Series) -> (Vec<Vec<Binding>>, Vec<Diagnostic>) {
     for chapter in &series.chapters {
         let mut bindings = Vec::new();
         for quote in &chapter.doc.quotes {
+            if reads_a_chapter_without_results(series, &chapter.slug, &quote.name) {
+                bindings.push(unbound(chapter, quote));
+                continue;
+            }
             match index.get(&chapter.slug, &quote.name) {
                 Ok(value) => bindings.push(bind_one(quote, value)),
                 Err(d) => {
@@ -132,6 +136,16 @@ pub fn bind(series: &Series) -> (Vec<Vec<Binding>>, Vec<Diagnostic>) {
         all.push(bindings);
     }
     (all, errors)
+}
+
+/// Whether `name`, read from chapter `slug`, belongs to a chapter whose experiments failed or
+/// did not run (its own problem is reported; an "unknown value" on top would be false).
+fn reads_a_chapter_without_results(series: &Series, slug: &str, name: &str) -> bool {
+    let owner = name.split_once('/').map_or(slug, |(chapter, _)| chapter);
+    series
+        .chapters
+        .iter()
+        .any(|c| c.slug == owner && c.lacks_results())
 }
 
 fn unbound(chapter: &Chapter, quote: &QuoteSyntax) -> Binding {

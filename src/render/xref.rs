@@ -64,6 +64,11 @@ pub fn resolve_all(series: &Series) -> (Vec<Vec<Option<Resolved>>>, Vec<Diagnost
     for chapter in &series.chapters {
         let mut resolved = Vec::new();
         for r in &chapter.doc.refs {
+            if points_into_a_chapter_without_results(&index, chapter, r) {
+                // Its figures and tables are unknown, and its failure is reported already.
+                resolved.push(None);
+                continue;
+            }
             match resolve(&index, chapter, r, &base) {
                 Ok(done) => resolved.push(Some(done)),
                 Err(d) => {
@@ -75,6 +80,18 @@ pub fn resolve_all(series: &Series) -> (Vec<Vec<Option<Resolved>>>, Vec<Diagnost
         all.push(resolved);
     }
     (all, problems)
+}
+
+fn points_into_a_chapter_without_results(
+    index: &BTreeMap<&str, Numbered<'_>>,
+    from: &Chapter,
+    r: &CrossRef,
+) -> bool {
+    let slug = r.chapter.as_deref().unwrap_or(&from.slug);
+    matches!(r.kind, RefKind::Figure | RefKind::Table)
+        && index
+            .get(slug)
+            .is_some_and(|target| target.chapter.lacks_results())
 }
 
 fn resolve(

@@ -159,14 +159,10 @@ fn run_lab(series: &mut Series, plan: &LabPlan, diagnostics: &mut Diagnostics) {
 }
 
 fn attach_runs(series: &mut Series, runs: lab::Runs, diagnostics: &mut Diagnostics) {
-    match runs {
-        Ok(runs) => {
-            for (chapter, run) in series.chapters.iter_mut().zip(runs) {
-                chapter.run = run;
-            }
-        }
-        Err(errors) => diagnostics.extend(errors),
+    for (chapter, run) in series.chapters.iter_mut().zip(runs.runs) {
+        chapter.run = run;
     }
+    diagnostics.extend(runs.errors);
 }
 
 /// Stage 4: bind quotes; drift becomes warnings (build) or failures (verify).
@@ -201,7 +197,8 @@ fn drift_diagnostic(location: Location, quoted: &str, binding: &quotes::Binding)
 
 /// Placements must name a table or figure the chapter recorded.
 fn check_placements(series: &Series, diagnostics: &mut Diagnostics) {
-    for chapter in &series.chapters {
+    // A chapter without results has its failure reported already.
+    for chapter in series.chapters.iter().filter(|c| !c.lacks_results()) {
         let results = chapter.run.as_ref().map(|r| &r.results);
         for piece in &chapter.doc.pieces {
             let Piece::Placement { kind, name, span } = piece else {

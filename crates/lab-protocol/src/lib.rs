@@ -9,18 +9,36 @@
 
 use serde::{Deserialize, Serialize};
 
-/// Prefix of the line the runtime prints to stdout when a block starts.
+/// The environment variable that hands an experiment process its control channel:
+/// `"WRITE_FD,READ_FD"`, two inherited file descriptors (3 and 4 in practice).
 ///
-/// The full marker is `"\u{1e}attnbook-block {index}\u{1e}\n"`; the generator splits the
-/// captured stdout on it to attribute output to blocks.
-pub const BLOCK_MARKER_PREFIX: &str = "\u{1e}attnbook-block ";
+/// Block boundaries travel over this channel, never over stdout, so nothing a block prints can
+/// forge or break them. When block `i` starts, the runtime flushes stdout, writes the
+/// [`BlockStart`] frame for `i` to `WRITE_FD` and waits for one byte on `READ_FD`: by the time
+/// the generator answers, it has read every byte the previous block printed, so output is
+/// attributed to blocks exactly, with or without a final newline.
+pub const CONTROL_FDS_ENV: &str = "ATTNBOOK_CONTROL_FDS";
 
-/// Suffix of the block marker line.
-pub const BLOCK_MARKER_SUFFIX: &str = "\u{1e}\n";
+/// The byte the generator answers a [`BlockStart`] frame with.
+pub const ACK: u8 = 0x06;
 
-/// Formats the marker that announces block `index` on stdout.
-pub fn block_marker(index: usize) -> String {
-    format!("{BLOCK_MARKER_PREFIX}{index}{BLOCK_MARKER_SUFFIX}")
+/// The frame announcing that a block starts: its index as 4 little-endian bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BlockStart(pub u32);
+
+impl BlockStart {
+    /// Size of an encoded frame.
+    pub const LEN: usize = 4;
+
+    /// The frame's bytes.
+    pub fn encode(self) -> [u8; Self::LEN] {
+        self.0.to_le_bytes()
+    }
+
+    /// Decodes one frame.
+    pub fn decode(bytes: [u8; Self::LEN]) -> Self {
+        BlockStart(u32::from_le_bytes(bytes))
+    }
 }
 
 /// Everything one chapter's experiments produced.
@@ -158,7 +176,11 @@ mod tests {
     }
 
     #[test]
-    fn block_marker_is_one_line() {
-        assert_eq!(block_marker(3), "\u{1e}attnbook-block 3\u{1e}\n");
+    fn block_start_frames_round_trip() {
+        for index in [0, 1, 255, 256, u32::MAX] {
+            let frame = BlockStart(index);
+            assert_eq!(BlockStart::decode(frame.encode()), frame);
+        }
+        assert_eq!(BlockStart(258).encode(), [2, 1, 0, 0]);
     }
 }

@@ -8,7 +8,6 @@
 
 use std::collections::HashSet;
 use std::fmt::Display;
-use std::io::Write as _;
 
 use lab_protocol::{ChapterResults, Figure, Number, Table, Value};
 use rand::SeedableRng;
@@ -46,15 +45,10 @@ impl Lab {
         }
     }
 
-    /// Announces that block `index` starts: prints its marker line on stdout so the generator
-    /// can attribute the output that follows to it.
+    /// Announces that block `index` starts, so the generator attributes the output that
+    /// follows to it and times it against the block's own timeout.
     pub fn begin_block(&mut self, index: usize) {
-        // `print!` rather than a raw write, so the marker goes where the block's own `println!`
-        // goes (also under the test harness's capture). Flushing keeps the previous block's
-        // output before the marker; a flush error would also hit the block's next `println!`.
-        let _ = std::io::stdout().flush();
-        print!("{}", lab_protocol::block_marker(index));
-        let _ = std::io::stdout().flush();
+        crate::control::block_starts(index);
         self.block = index;
         self.results.blocks_started += 1;
     }

@@ -15,6 +15,7 @@
 mod bench;
 pub mod chart;
 mod context;
+mod control;
 pub mod prelude;
 mod random;
 mod runner;

@@ -26,6 +26,10 @@ const EXIT_ERROR: i32 = 2;
 
 /// Runs the chapter named on the command line and exits; see the module docs for the contract.
 pub fn run_main(chapters: &[(&str, ChapterFn)]) -> ! {
+    if let Err(message) = crate::control::open_from_env() {
+        eprintln!("error: {message}");
+        std::process::exit(EXIT_ERROR);
+    }
     let args: Vec<String> = std::env::args().skip(1).collect();
     std::process::exit(main_with_args(&args, chapters))
 }
