@@ -10,7 +10,37 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::Site;
+use common::{Run, Site};
+
+/// Runs `attnbook build` on `site`, failing the test if it has not finished within five
+/// minutes (the nested cargo build included): a build that waits for an experiment's
+/// children would otherwise wait as long as they live.
+fn build(site: &Site) -> Run {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_attnbook"))
+        .arg("--root")
+        .arg(site.root())
+        .arg("build")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > Duration::from_secs(300) {
+            let _ = child.kill();
+            panic!("the build did not finish: it waits for something the experiment started");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let output = child.wait_with_output().unwrap();
+    let root = site.root().display().to_string();
+    let clean = |bytes: &[u8]| String::from_utf8_lossy(bytes).replace(&root, "[ROOT]");
+    Run {
+        code: output.status.code().unwrap_or(-1),
+        stdout: clean(&output.stdout),
+        stderr: clean(&output.stderr),
+    }
+}
 
 /// A one-chapter site whose only block is `block` (with fence options `options`).
 fn site_with_block(options: &str, block: &str) -> Site {
@@ -71,9 +101,9 @@ fn wait_for(path: &Path) {
 fn a_child_that_never_ends_is_killed_at_the_blocks_timeout() {
     let site = site_with_block(
         ",timeout=2",
-        r#"std::process::Command::new("sleep").arg("1000.125").status().unwrap();"#,
+        r#"std::process::Command::new("sleep").arg("3600.125").status().unwrap();"#,
     );
-    let run = site.run(&["build"]);
+    let run = build(&site);
     assert_eq!(run.code, 2, "{}", run.stderr);
     assert!(
         run.stderr
@@ -81,7 +111,7 @@ fn a_child_that_never_ends_is_killed_at_the_blocks_timeout() {
         "{}",
         run.stderr
     );
-    assert_no_process_with("1000.125");
+    assert_no_process_with("3600.125");
 }
 
 #[test]
@@ -89,15 +119,15 @@ fn children_left_running_die_with_the_chapter_even_in_a_new_session() {
     let site = site_with_block(
         "",
         r#"use std::process::{Command, Stdio};
-Command::new("sleep").arg("999.375").stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+Command::new("sleep").arg("3599.375").stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
 // `setsid -f` forks into a new session and returns at once: a daemon.
-Command::new("setsid").args(["-f", "sleep", "998.625"]).status().unwrap();
+Command::new("setsid").args(["-f", "sleep", "3598.625"]).status().unwrap();
 lab.value("x", 1.0);"#,
     );
-    let run = site.run(&["build"]);
+    let run = build(&site);
     assert_eq!(run.code, 0, "{}", run.stderr);
-    assert_no_process_with("999.375");
-    assert_no_process_with("998.625");
+    assert_no_process_with("3599.375");
+    assert_no_process_with("3598.625");
 }
 
 /// A one-chapter site whose chapter body is `body`.
@@ -131,7 +161,7 @@ while started.elapsed() < std::time::Duration::from_secs(8) {
 ```
 "#,
     );
-    let run = site.run(&["build"]);
+    let run = build(&site);
     assert_eq!(run.code, 2, "{}", run.stderr);
     assert!(
         run.stderr
@@ -160,7 +190,7 @@ lab.value("x", 1.0);
 ```
 "#,
     );
-    let run = site.run(&["build"]);
+    let run = build(&site);
     assert_eq!(run.code, 0, "{}", run.stderr);
     let page = site.read("public/a/index.html");
     let outputs: Vec<&str> = page
@@ -246,7 +276,7 @@ lab.table("u", ["b"], [[2]]);
 {{table: u}}
 "#;
     site.write("content/02-b.md", broken);
-    let run = site.run(&["build"]);
+    let run = build(&site);
     assert_eq!(run.code, 2, "{}", run.stderr);
     let errors: Vec<&str> = run
         .stderr
@@ -265,7 +295,7 @@ lab.table("u", ["b"], [[2]]);
         "content/02-b.md",
         &broken.replace("\"not a number\"", "2.0"),
     );
-    let run = site.run(&["build"]);
+    let run = build(&site);
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(
         run.stdout.contains("experiments: 1 run, 1 cached"),

@@ -158,7 +158,7 @@ pub fn run(series: &Series, plan: &LabPlan) -> Runs {
     let env_key = cache::environment_key(
         paths.lab_crate.parent().unwrap_or(&paths.lab_crate),
         Some(&Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.lock")),
-        &toolchain,
+        &format!("{toolchain}\n{}", result_environment()),
     );
     let cache_dir = paths.work.join("cache");
     let mut stale = Vec::new();
@@ -225,6 +225,17 @@ pub fn run(series: &Series, plan: &LabPlan) -> Runs {
         }
     }
     out
+}
+
+/// The variables that change what the experiments compute, as `NAME=value` lines.
+fn result_environment() -> String {
+    lab_protocol::RESULT_ENV
+        .iter()
+        .map(|name| {
+            let value = std::env::var_os(name).unwrap_or_default();
+            format!("{name}={}\n", value.to_string_lossy())
+        })
+        .collect()
 }
 
 /// One chapter's run, or what went wrong.

@@ -20,7 +20,7 @@ use crate::render::{html, math::MathRenderer};
 static DEFAULT_STATIC: Dir<'_> = include_dir!("$CARGO_MANIFEST_DIR/static");
 
 /// Every output file as `(relative path, bytes)`.
-type Files = Vec<(PathBuf, Vec<u8>)>;
+pub(super) type Files = Vec<(PathBuf, Vec<u8>)>;
 
 pub(super) fn render_site(
     series: &Series,

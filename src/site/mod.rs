@@ -297,11 +297,9 @@ fn render_math(
     per_chapter
 }
 
-/// `attnbook build`.
-///
-/// Independent stages overlap: the experiments compile and run on one thread while the
-/// formulas and citations render on the others, and the search index is cut on its own thread
-/// while the pages render.
+/// `attnbook build`: the stages in order, each timed (`--timings`). Independent stages
+/// overlap in the helpers below: the experiments run beside the formulas and citations, and
+/// the search index is cut beside the pages.
 pub fn build(plan: &BuildPlan) -> Outcome {
     let (mut out, _lock) = match start(&plan.root) {
         Ok(started) => started,
@@ -312,60 +310,96 @@ pub fn build(plan: &BuildPlan) -> Outcome {
     let Some(mut series) = load(&plan.root, plan.drafts, &mut out.diagnostics) else {
         return out;
     };
-    timings.lap("content + markdown");
     if let Some(url) = &plan.base_url {
         series.config.base_url = url.clone();
     }
-    let run_experiments = !out.diagnostics.has_errors();
-    let (runs, citations, maths) = std::thread::scope(|scope| {
-        let series = &series;
-        let lab = run_experiments.then(|| {
-            scope.spawn(|| {
-                let started = Instant::now();
-                (lab::run(series, &plan.lab), started.elapsed())
-            })
-        });
-        let started = Instant::now();
-        let citations = cite_all(series, &mut out.diagnostics);
-        timings.part("citations", started.elapsed());
-        let started = Instant::now();
-        let maths = render_math(series, &mut out.diagnostics);
-        timings.part("math", started.elapsed());
-        let runs = lab.map(|handle| {
-            let (runs, took) = handle
-                .join()
-                .unwrap_or_else(|p| std::panic::resume_unwind(p));
-            timings.part("experiments", took);
-            runs
-        });
-        (runs, citations, maths)
-    });
-    if let Some(runs) = runs {
-        attach_runs(&mut series, runs, &mut out.diagnostics);
-    }
+    timings.lap("content + markdown");
+    let rendered = experiments_beside_math(&mut series, plan, &mut out.diagnostics, &mut timings);
     timings.lap("experiments | math, citations");
-    let drift = bind_quotes(&mut series, &mut out.diagnostics);
-    out.diagnostics.extend(drift);
-    check_placements(&series, &mut out.diagnostics);
-    out.diagnostics.extend(render::links::check(&series));
-    let (refs, unresolved) = render::xref::resolve_all(&series);
-    out.diagnostics.extend(unresolved);
+    let refs = bind_and_check(&mut series, &mut out.diagnostics);
     timings.lap("quotes, links, cross-references");
-    // A rejected formula is an error like any other: the old site stays until it is fixed.
     if plan.strict {
         out.diagnostics.promote_warnings();
     }
-    if out.diagnostics.has_errors() {
-        out.series = Some(series);
-        return out;
+    // Any error keeps the old site until it is fixed.
+    if !out.diagnostics.has_errors() {
+        let rendered = Rendered { refs, ..rendered };
+        let files = pages_beside_search(&mut series, &rendered, &mut timings);
+        let spare = plan.root.join(".attnbook/spare-output");
+        let spare = plan.recycle_output.then_some(spare.as_path());
+        match files.and_then(|files| emit::write_site(&plan.out, spare, files, &mut timings)) {
+            Ok(count) => out.report.extend(summary(&series, plan, count, started, &timings)),
+            Err(e) => out.diagnostics.extend(e),
+        }
     }
+    out.series = Some(series);
+    out
+}
+
+/// Stages 3 and 5a-b side by side: the experiments compile and run on their own thread while
+/// citations and formulas render on this one (and its rayon workers). Experiments are skipped
+/// when loading already found errors.
+fn experiments_beside_math(
+    series: &mut Series,
+    plan: &BuildPlan,
+    diagnostics: &mut Diagnostics,
+    timings: &mut Timings,
+) -> Rendered {
+    let run_experiments = !diagnostics.has_errors();
+    let (runs, rendered) = std::thread::scope(|scope| {
+        let series = &*series;
+        let lab = run_experiments.then(|| scope.spawn(|| timed(|| lab::run(series, &plan.lab))));
+        let (citations, took) = timed(|| cite_all(series, diagnostics));
+        timings.part("citations", took);
+        let (maths, took) = timed(|| render_math(series, diagnostics));
+        timings.part("math", took);
+        let runs = lab.map(|handle| {
+            let (runs, took) = join(handle);
+            timings.part("experiments", took);
+            runs
+        });
+        let rendered = Rendered {
+            maths,
+            refs: Vec::new(),
+            citations,
+        };
+        (runs, rendered)
+    });
+    if let Some(runs) = runs {
+        attach_runs(series, runs, diagnostics);
+    }
+    rendered
+}
+
+/// Stage 4 and the checks that need the experiments' results: quotes (drift is a warning
+/// here), placements, links and cross-references.
+fn bind_and_check(
+    series: &mut Series,
+    diagnostics: &mut Diagnostics,
+) -> Vec<Vec<Option<render::xref::Resolved>>> {
+    let drift = bind_quotes(series, diagnostics);
+    diagnostics.extend(drift);
+    check_placements(series, diagnostics);
+    diagnostics.extend(render::links::check(series));
+    let (refs, unresolved) = render::xref::resolve_all(series);
+    diagnostics.extend(unresolved);
+    refs
+}
+
+/// Stages 5c-6a side by side: chapter bodies and pages render while the search index is cut
+/// on its own thread; every output file, in memory.
+fn pages_beside_search(
+    series: &mut Series,
+    rendered: &Rendered,
+    timings: &mut Timings,
+) -> Result<emit::Files, Vec<Diagnostic>> {
     let sections = series
         .config
         .search
         .enabled
-        .then(|| render::search::Sections::of(&series));
+        .then(|| render::search::Sections::of(series));
     let search_cache = render::cache::file(&series.root, "search");
-    let files = std::thread::scope(|scope| {
+    std::thread::scope(|scope| {
         let search =
             sections.map(|sections| scope.spawn(|| sections.index_json(Some(search_cache))));
         let highlighter = if series.config.highlight.enabled {
@@ -373,59 +407,60 @@ pub fn build(plan: &BuildPlan) -> Outcome {
         } else {
             render::highlight::Highlighter::off()
         };
-        render_chapters(
-            &mut series,
-            &Rendered {
-                maths,
-                refs,
-                citations,
-            },
-            &highlighter,
-        );
+        render_chapters(series, rendered, &highlighter);
         highlighter.save();
         timings.lap("chapter bodies");
-        let files = emit::render_site(&series, &mut timings);
-        let search = search.map(|handle| {
-            handle
-                .join()
-                .unwrap_or_else(|p| std::panic::resume_unwind(p))
-        });
+        let files = emit::render_site(series, timings);
+        let index = search.map(join);
         timings.lap("search index (wait)");
-        files.map(|mut files| {
-            if let Some(index) = search {
-                files.push((
-                    PathBuf::from(render::search::INDEX_PATH),
-                    index.into_bytes(),
-                ));
-            }
-            files
-        })
-    });
-    let spare = plan.root.join(".attnbook/spare-output");
-    let spare = plan.recycle_output.then_some(spare.as_path());
-    match files.and_then(|files| emit::write_site(&plan.out, spare, files, &mut timings)) {
-        Ok(count) => {
-            let runs: Vec<_> = series
-                .chapters
-                .iter()
-                .filter_map(|c| c.run.as_ref())
-                .collect();
-            let cached = runs.iter().filter(|r| r.from_cache).count();
-            out.report.push(format!(
-                "built {} chapter(s), {count} file(s) into {} in {:.2}s; experiments: {} run, {cached} cached",
-                series.chapters.len(),
-                plan.out.display(),
-                started.elapsed().as_secs_f64(),
-                runs.len() - cached,
-            ));
-            if plan.timings {
-                out.report.extend(timings.report());
-            }
+        let mut files = files?;
+        if let Some(index) = index {
+            let path = PathBuf::from(render::search::INDEX_PATH);
+            files.push((path, index.into_bytes()));
         }
-        Err(e) => out.diagnostics.extend(e),
+        Ok(files)
+    })
+}
+
+/// The report of a successful build.
+fn summary(
+    series: &Series,
+    plan: &BuildPlan,
+    files: usize,
+    started: Instant,
+    timings: &Timings,
+) -> Vec<String> {
+    let runs: Vec<_> = series
+        .chapters
+        .iter()
+        .filter_map(|c| c.run.as_ref())
+        .collect();
+    let cached = runs.iter().filter(|r| r.from_cache).count();
+    let mut lines = vec![format!(
+        "built {} chapter(s), {files} file(s) into {} in {:.2}s; experiments: {} run, {cached} cached",
+        series.chapters.len(),
+        plan.out.display(),
+        started.elapsed().as_secs_f64(),
+        runs.len() - cached,
+    )];
+    if plan.timings {
+        lines.extend(timings.report());
     }
-    out.series = Some(series);
-    out
+    lines
+}
+
+/// Runs `f` and measures it.
+fn timed<T>(f: impl FnOnce() -> T) -> (T, std::time::Duration) {
+    let started = Instant::now();
+    let value = f();
+    (value, started.elapsed())
+}
+
+/// Joins a scoped thread, passing its panic on.
+fn join<T>(handle: std::thread::ScopedJoinHandle<'_, T>) -> T {
+    handle
+        .join()
+        .unwrap_or_else(|p| std::panic::resume_unwind(p))
 }
 
 /// What the page bodies need besides the chapters themselves.

@@ -78,6 +78,7 @@ pub use mask::{causal_mask, combine_masks, padding_mask};
 pub use metrics::{argmax, entropy, kl_divergence};
 pub use multihead::{MultiHead, MultiHeadOutput, concat_heads, split_heads};
 pub use scores::{Concat, dot_scores, general_scores, scaled_dot_scores};
+pub use simd::{PORTABLE_ENV, kernel_level};
 pub use softmax::{
     log_softmax, masked_softmax, masked_softmax_rows, softmax, softmax_rows, try_softmax,
     try_softmax_rows,

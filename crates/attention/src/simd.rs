@@ -32,21 +32,28 @@ pub(crate) enum Isa {
 }
 
 impl Isa {
-    /// The widest level this CPU supports, detected once per process.
+    /// The level the kernels use: the widest this CPU supports, or [`Isa::Scalar`] when
+    /// [`PORTABLE_ENV`] is set. Decided once per process.
     pub(crate) fn best() -> Self {
-        const UNKNOWN: u8 = u8::MAX;
-        static BEST: AtomicU8 = AtomicU8::new(UNKNOWN);
-        let levels = [Isa::Avx512, Isa::Avx2, Isa::Scalar];
-        match BEST.load(Ordering::Relaxed) {
-            UNKNOWN => {
-                let best = (levels.into_iter())
-                    .position(|isa| isa.is_available())
-                    .expect("Scalar is always available");
-                BEST.store(best as u8, Ordering::Relaxed);
-                levels[best]
+        static CHOSEN: AtomicU8 = AtomicU8::new(UNKNOWN);
+        cached(&CHOSEN, || {
+            if portable_forced() {
+                Isa::Scalar
+            } else {
+                Isa::detected()
             }
-            known => levels[usize::from(known)],
-        }
+        })
+    }
+
+    /// The widest level this CPU supports, detected once per process.
+    pub(crate) fn detected() -> Self {
+        static DETECTED: AtomicU8 = AtomicU8::new(UNKNOWN);
+        cached(&DETECTED, || {
+            LEVELS
+                .into_iter()
+                .find(|isa| isa.is_available())
+                .unwrap_or(Isa::Scalar)
+        })
     }
 
     /// Whether this CPU can run code compiled for `self`.
@@ -83,8 +90,8 @@ impl Isa {
     /// If the CPU does not support `self` (which would otherwise be undefined behaviour).
     #[inline(always)]
     pub(crate) fn run<R>(self, f: impl FnOnce() -> R) -> R {
-        // Each level includes the ones below it, so comparing with the best is enough.
-        assert!(self >= Isa::best(), "{self:?} is not supported by this CPU");
+        // Each level includes the ones below it, so comparing with the widest is enough.
+        assert!(self >= Isa::detected(), "{self:?} is not supported by this CPU");
         match self {
             // SAFETY: the features were detected just above.
             #[cfg(target_arch = "x86_64")]
@@ -93,6 +100,49 @@ impl Isa {
             Isa::Avx2 => unsafe { x86::with_avx2(f) },
             _ => f(),
         }
+    }
+}
+
+/// The environment variable that forces the portable (scalar) kernels when set to anything but
+/// `0` or the empty string, so that results can be checked as a reader's CPU without AVX would
+/// compute them. Read once per process.
+///
+/// Matrix products that go through ndarray (`Array2::dot`) are not covered: matrixmultiply
+/// picks its GEMM kernel at run time and can only be steered at compile time; their results
+/// differ between kernels by rounding only (a few ulps).
+pub const PORTABLE_ENV: &str = "ATTNBOOK_PORTABLE_SIMD";
+
+/// The instruction set the core's own kernels run with in this process: `"avx512"`, `"avx2"`
+/// or `"portable"` (the latter also when [`PORTABLE_ENV`] forces it).
+///
+/// ```
+/// assert!(["avx512", "avx2", "portable"].contains(&attention::kernel_level()));
+/// ```
+pub fn kernel_level() -> &'static str {
+    match Isa::best() {
+        Isa::Avx512 => "avx512",
+        Isa::Avx2 => "avx2",
+        Isa::Scalar => "portable",
+    }
+}
+
+fn portable_forced() -> bool {
+    std::env::var_os(PORTABLE_ENV).is_some_and(|v| !v.is_empty() && v != "0")
+}
+
+const UNKNOWN: u8 = u8::MAX;
+const LEVELS: [Isa; 3] = [Isa::Avx512, Isa::Avx2, Isa::Scalar];
+
+/// `decide()` the first time, the stored answer afterwards.
+fn cached(slot: &AtomicU8, decide: impl FnOnce() -> Isa) -> Isa {
+    match slot.load(Ordering::Relaxed) {
+        UNKNOWN => {
+            let isa = decide();
+            let index = LEVELS.iter().position(|l| *l == isa).unwrap_or(2);
+            slot.store(index as u8, Ordering::Relaxed);
+            isa
+        }
+        known => LEVELS[usize::from(known).min(2)],
     }
 }
 
@@ -309,7 +359,8 @@ mod tests {
     fn best_is_available_and_scalar_always_is() {
         assert!(Isa::best().is_available());
         assert!(Isa::all_available().contains(&Isa::Scalar));
-        assert_eq!(Isa::all_available()[0], Isa::best());
+        assert_eq!(Isa::all_available()[0], Isa::detected());
+        assert!(Isa::best() >= Isa::detected());
     }
 
     #[test]

@@ -19,6 +19,11 @@ use serde::{Deserialize, Serialize};
 /// attributed to blocks exactly, with or without a final newline.
 pub const CONTROL_FDS_ENV: &str = "ATTNBOOK_CONTROL_FDS";
 
+/// Environment variables that change what an experiment computes; the generator keys its
+/// experiment cache by their values. `ATTNBOOK_PORTABLE_SIMD` forces the attention core's
+/// portable kernels (`attention::PORTABLE_ENV`).
+pub const RESULT_ENV: [&str; 1] = ["ATTNBOOK_PORTABLE_SIMD"];
+
 /// The byte the generator answers a [`BlockStart`] frame with.
 pub const ACK: u8 = 0x06;
 

@@ -296,6 +296,11 @@ mod tests {
     }
 
     #[test]
+    fn the_generator_keys_its_cache_by_the_cores_environment() {
+        assert!(lab_protocol::RESULT_ENV.contains(&attention::PORTABLE_ENV));
+    }
+
+    #[test]
     fn unwritable_results_exit_2() {
         let chapters: [(&str, ChapterFn); 1] = [("a", |_| {})];
         let to_missing_dir = args(&["a", "1", "/nonexistent-dir/r.json"]);
