@@ -20,16 +20,17 @@
  *
  * How it finds things (why, in src/render/search.rs): the query is cut at spaces and punctuation
  * and where Chinese meets Latin script; each piece must occur in a section (AND),
- * case-insensitively: a Chinese piece anywhere, a Latin one at the start of a word. A Chinese piece the text never contains in one run
- * ("缩放注意力") is cut into the index's own words, longest first, and each must occur. Ranking
- * is BM25 over occurrences, counting whole words the build cut out twice and headings five times.
+ * case-insensitively: a Chinese piece anywhere, a Latin one at the start of a word. A Chinese
+ * piece the text never contains in one run ("缩放注意力") is cut into the index's terms (pairs of
+ * characters), longest first, and each must occur. Ranking is BM25 over occurrences, counting
+ * a piece that is one of the terms the build cut out twice and headings five times.
  *
  * In Node, require() returns the engine without touching the DOM: { prepare, search, pieces }.
  */
 (function () {
   "use strict";
 
-  var VERSION = 1; // of search-index.json
+  var VERSION = 2; // of search-index.json
   var MAX_RESULTS = 10;
   var SNIPPET_BEFORE = 24; // characters of context around the first match
   var SNIPPET_AFTER = 72;

@@ -51,7 +51,10 @@ lab.value("w0", w[0]);
     let native = site.read("public/a/index.html");
     let (code, stdout, stderr) = build(&site, true);
     assert_eq!(code, 0, "{stderr}");
-    assert!(stdout.contains("1 run, 0 cached"), "the cache ignored the variable: {stdout}");
+    assert!(
+        stdout.contains("1 run, 0 cached"),
+        "the cache ignored the variable: {stdout}"
+    );
     let portable = site.read("public/a/index.html");
     assert!(portable.contains("kernels: portable"), "{portable}");
     if cfg!(target_arch = "x86_64") && std::is_x86_feature_detected!("avx2") {

@@ -123,10 +123,10 @@ fn text_urls<'a>(index: &'a Value, needle: &str) -> Vec<&'a str> {
 }
 
 #[test]
-fn the_index_holds_jieba_words_and_section_urls_under_the_base_path() {
+fn the_index_holds_character_pairs_latin_words_and_section_urls_under_the_base_path() {
     let dir = tempfile::tempdir().unwrap();
     let index: Value = serde_json::from_str(&index_json(dir.path())).unwrap();
-    assert_eq!(index["version"], 1);
+    assert_eq!(index["version"], 2);
     assert_eq!(
         urls(&index),
         [
@@ -138,7 +138,11 @@ fn the_index_holds_jieba_words_and_section_urls_under_the_base_path() {
             "/series/scaled/#why-scale",
         ]
     );
-    assert_eq!(word_urls(&index, "注意力"), ["/series/attention/"]);
+    // A run of ideographs gives its overlapping pairs.
+    assert_eq!(word_urls(&index, "注意"), ["/series/attention/"]);
+    assert_eq!(word_urls(&index, "意力"), ["/series/attention/"]);
+    let terms = index["terms"].as_array().unwrap();
+    assert!(!terms.iter().any(|t| t == "注意力"), "pairs only");
     assert_eq!(
         word_urls(&index, "缩放"),
         ["/series/scaled/", "/series/scaled/#why-scale"]
@@ -233,6 +237,8 @@ fn the_client_finds_chinese_words_substrings_and_english() {
         "SOFT",
         "意力",
         "注意力权重",
+        "积",
+        "瓶",
         "编码器 瓶颈",
         "缩放 瓶颈",
         "为什么要缩放",
@@ -263,8 +269,17 @@ fn the_client_finds_chinese_words_substrings_and_english() {
     assert_eq!(found_sorted("SOFT"), found_sorted("softmax"));
     // A substring of the word 注意力.
     assert_eq!(found("意力"), ["/series/attention/"]);
-    // Not in the text in one run: cut into the index's words 注意力 + 权重, both required.
+    // Not in the text in one run: cut into the index's terms 注意 + 力 + 权重, all required.
     assert_eq!(found("注意力权重"), ["/series/attention/"]);
+    // One character is a query: it is found wherever the text has it.
+    assert_eq!(
+        found_sorted("积"),
+        ["/series/scaled/", "/series/scaled/#why-scale"]
+    );
+    assert_eq!(
+        found_sorted("瓶"),
+        ["/series/bottleneck/", "/series/bottleneck/#bottleneck"]
+    );
     // Pieces are ANDed; the heading counts.
     assert_eq!(found("编码器 瓶颈"), ["/series/bottleneck/"]);
     assert_eq!(found("缩放 瓶颈"), Vec::<&str>::new());

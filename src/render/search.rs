@@ -1,18 +1,20 @@
-//! The search index: every section of every chapter as plain text, plus the words in it, written
+//! The search index: every section of every chapter as plain text, plus the terms in it, written
 //! to `search-index.json` for `static/search.js` to search in the reader's browser.
 //!
-//! Chinese has no spaces between words, so a search needs a segmenter on both sides or
-//! substring matching. jieba's dictionary is megabytes, too much to send to a browser, and the
-//! browser's own `Intl.Segmenter` cuts differently from jieba. So words are cut once, here, by
-//! elasticlunr-rs's Chinese pipeline (jieba `cut_for_search`, then its trimmer and stop words),
-//! and the client needs no segmenter:
+//! Chinese has no spaces between words. Rather than a segmenter (jieba's dictionary takes
+//! ~0.13 s to load, more than a small book takes to build, and the browser's `Intl.Segmenter`
+//! cuts differently anyway), the index follows Lucene's `CJKAnalyzer`: a run of ideographs
+//! gives every overlapping pair of characters as a term (a lone ideograph is its own term),
+//! Latin text gives its words. Cutting costs time in proportion to the text and needs no
+//! set-up, and the client needs no segmenter:
 //!
-//! - it finds each Chinese query string anywhere in the stored text, so `意力` finds `注意力`,
-//!   and each Latin one at the start of a word (`soft` finds `softmax`), numbers and `d_k` too;
-//! - it ranks a section higher when the query is one of the words cut from it, not just a
-//!   substring of one, using the word counts below;
-//! - it splits a query that the text does not contain in one piece (`缩放注意力`) into the
-//!   words of the index, longest first, and asks for all of them.
+//! - it finds each Chinese query string anywhere in the stored text, so `意力` finds `注意力`
+//!   and `熵` finds `交叉熵`, and each Latin one at the start of a word (`soft` finds
+//!   `softmax`), numbers and `d_k` too; recall is that of substring search whatever the terms;
+//! - it counts a Latin query that is a whole word of a section, not just the start of one,
+//!   twice;
+//! - it splits a Chinese query that the text does not contain in one piece (`缩放注意力`) into
+//!   terms of the index, longest first (pairs, here), and asks for all of them.
 //!
 //! One document per section (h2 or h3), so a result links to the place it was found. The text
 //! is that of the prose as Markdown gave it: inline code, inline TeX and quoted numbers as shown
@@ -24,7 +26,7 @@
 //! { "version": 1, "heading_weight": 5,
 //!   "docs": [ { "t": "chapter title", "h": "section heading (absent before the first one)",
 //!               "u": "/base/slug/#id", "b": "plain text", "n": 312 } ],
-//!   "terms": ["softmax", "注意力", ...],     // sorted, lowercase, two characters or more
+//!   "terms": ["softmax", "注意", "意力", ...], // sorted, lowercase, two characters or more
 //!   "postings": [[doc, count, doc, count, ...], ...] }
 //! ```
 //!
@@ -34,10 +36,7 @@
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
-use std::sync::OnceLock;
 
-use elasticlunr::lang::{Chinese, Language};
-use elasticlunr::pipeline::Pipeline;
 use pulldown_cmark::{Event, TagEnd};
 use rayon::prelude::*;
 use serde::Serialize;
@@ -51,8 +50,8 @@ use crate::render::chapter_url;
 /// Where the index goes, relative to the output root. `search.js` fetches it from beside itself.
 pub const INDEX_PATH: &str = "search-index.json";
 
-/// Bumped whenever the client has to change with the file.
-const VERSION: u32 = 1;
+/// Bumped whenever the client has to change with the file (2: pairs of ideographs as terms).
+const VERSION: u32 = 2;
 
 /// How many body words one word of a title or heading is worth.
 const HEADING_WEIGHT: u32 = 5;
@@ -116,7 +115,7 @@ impl Sections {
     }
 
     /// The index as JSON. With a cache file, sections identical to the last build's reuse its
-    /// index, and jieba (~0.15 s to load its dictionary) is not needed at all.
+    /// index.
     pub fn index_json(self, cache: Option<PathBuf>) -> String {
         let Some(path) = cache else {
             return SearchIndex::build(self).to_json();
@@ -158,11 +157,11 @@ impl SearchIndex {
         let mut docs = sections.docs;
         let counts: Vec<HashMap<String, u32>> = docs
             .par_iter_mut()
-            .map_init(Words::new, |words, doc| {
+            .map(|doc| {
                 let heading = doc.h.as_deref().unwrap_or(&doc.t);
                 let mut counts = HashMap::new();
-                doc.n = words.count(heading, HEADING_WEIGHT, &mut counts)
-                    + words.count(&doc.b, 1, &mut counts);
+                doc.n = count_terms(heading, HEADING_WEIGHT, &mut counts)
+                    + count_terms(&doc.b, 1, &mut counts);
                 counts
             })
             .collect();
@@ -194,49 +193,66 @@ impl SearchIndex {
     }
 }
 
-/// jieba through elasticlunr-rs's Chinese pipeline. Latin words pass through whole, without
-/// stemming: the client matches them as word prefixes.
-struct Words {
-    chinese: &'static Chinese,
-    pipeline: Pipeline,
+/// Adds `weight` per term of `text` to `counts`; returns the number of terms.
+fn count_terms(text: &str, weight: u32, counts: &mut HashMap<String, u32>) -> u32 {
+    let mut n = 0;
+    terms(&text.to_lowercase(), |term| {
+        *counts.entry(term.to_owned()).or_default() += weight;
+        n += 1;
+    });
+    n
 }
 
-impl Words {
-    fn new() -> Self {
-        // Loading jieba's dictionary takes ~0.15 s; `serve` rebuilds on every change.
-        static CHINESE: OnceLock<Chinese> = OnceLock::new();
-        let chinese = CHINESE.get_or_init(Chinese::new);
-        Words {
-            chinese,
-            pipeline: chinese.make_pipeline(),
-        }
-    }
-
-    /// Adds `weight` per word of `text` to `counts`; returns the number of words.
-    fn count(&self, text: &str, weight: u32, counts: &mut HashMap<String, u32>) -> u32 {
-        let mut n = 0;
-        for token in self.chinese.tokenize(&text.to_lowercase()) {
-            let word = if plainly_a_word(&token) {
-                // What the pipeline would return, without its regular expressions.
-                (!matches!(token.as_str(), "的" | "了")).then_some(token)
-            } else {
-                self.pipeline.run(vec![token]).pop()
-            };
-            if let Some(word) = word {
-                *counts.entry(word).or_default() += weight;
-                n += 1;
+/// Calls `add` with every term of `text` (lowercase): each word of letters and digits (`_`
+/// joins, so `d_k` is one word), each overlapping pair of characters in a run of ideographs,
+/// and a lone ideograph on its own.
+fn terms(text: &str, mut add: impl FnMut(&str)) {
+    let mut word: Option<usize> = None;
+    let mut run: Vec<(usize, char)> = Vec::new();
+    let flush_run = |run: &mut Vec<(usize, char)>, add: &mut dyn FnMut(&str)| {
+        match run.as_slice() {
+            [] => {}
+            [(at, c)] => add(&text[*at..at + c.len_utf8()]),
+            pairs => {
+                for pair in pairs.windows(2) {
+                    let (start, (end, last)) = (pair[0].0, pair[1]);
+                    add(&text[start..end + last.len_utf8()]);
+                }
             }
         }
-        n
+        run.clear();
+    };
+    for (at, c) in text.char_indices() {
+        if is_ideograph(c) {
+            if let Some(start) = word.take() {
+                add(&text[start..at]);
+            }
+            run.push((at, c));
+        } else {
+            flush_run(&mut run, &mut add);
+            if c.is_alphanumeric() || c == '_' {
+                word.get_or_insert(at);
+            } else if let Some(start) = word.take() {
+                add(&text[start..at]);
+            }
+        }
+    }
+    flush_run(&mut run, &mut add);
+    if let Some(start) = word {
+        add(&text[start..]);
     }
 }
 
-/// True if the pipeline's trimmer would leave `token` as it is: it starts and ends with an ASCII
-/// letter or a CJK unified ideograph (the trimmer keeps `\p{Unified_Ideograph}\p{Latin}`).
-/// Most tokens are; the others (punctuation, digits, rarer scripts) go through the pipeline.
-fn plainly_a_word(token: &str) -> bool {
-    let sure = |c: char| c.is_ascii_alphabetic() || ('\u{4E00}'..='\u{9FFF}').contains(&c);
-    token.chars().next().is_some_and(sure) && token.chars().next_back().is_some_and(sure)
+/// Ideographs, kana and hangul: scripts written without spaces between words, whose
+/// characters form the pairs (CJK punctuation and full-width forms separate terms).
+fn is_ideograph(c: char) -> bool {
+    matches!(c,
+        '\u{3040}'..='\u{30FF}'
+        | '\u{3400}'..='\u{4DBF}'
+        | '\u{4E00}'..='\u{9FFF}'
+        | '\u{AC00}'..='\u{D7AF}'
+        | '\u{F900}'..='\u{FAFF}'
+        | '\u{20000}'..='\u{3FFFF}')
 }
 
 /// A chapter's text between two h2/h3 headings.
@@ -358,23 +374,30 @@ fn is_cjk(c: char) -> bool {
 mod tests {
     use super::*;
 
+    fn all_terms(text: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        terms(text, |t| out.push(t.to_owned()));
+        out
+    }
+
     #[test]
-    fn the_fast_path_cuts_the_same_words_as_the_pipeline() {
-        let words = Words::new();
-        let text = "Softmax 把注意力分数变成权重，的了 d_k=64 是 √d 和 ½ 与 Ω。Café naïve ÷ x² (attention) 64-bit 「注意」";
-        let mut fast = HashMap::new();
-        let n = words.count(text, 1, &mut fast);
-        let mut slow = HashMap::new();
-        let tokens = words
-            .pipeline
-            .run(words.chinese.tokenize(&text.to_lowercase()));
-        for token in &tokens {
-            *slow.entry(token.clone()).or_default() += 1;
-        }
-        assert_eq!(fast, slow);
-        assert_eq!(n as usize, tokens.len());
-        assert!(plainly_a_word("softmax") && plainly_a_word("注意力"));
-        assert!(!plainly_a_word("，") && !plainly_a_word("64") && !plainly_a_word("é"));
+    fn ideographs_give_pairs_and_latin_text_gives_words() {
+        assert_eq!(all_terms("注意力"), ["注意", "意力"]);
+        assert_eq!(all_terms("熵"), ["熵"]);
+        assert_eq!(
+            all_terms("softmax 把分数，变成权重 d_k=64"),
+            [
+                "softmax", "把分", "分数", "变成", "成权", "权重", "d_k", "64"
+            ]
+        );
+        // Where scripts meet there is no space, and none is needed.
+        assert_eq!(
+            all_terms("用softmax归一化"),
+            ["用", "softmax", "归一", "一化"]
+        );
+        assert_eq!(all_terms("café naïve x²"), ["café", "naïve", "x²"]);
+        assert_eq!(all_terms("「注意」。"), ["注意"]);
+        assert!(all_terms(" ,.;").is_empty());
     }
 
     #[test]
@@ -385,12 +408,12 @@ mod tests {
     }
 
     #[test]
-    fn words_are_lowercase_jieba_words() {
-        let words = Words::new();
+    fn terms_are_counted_lowercase_with_their_weight() {
         let mut counts = HashMap::new();
-        let n = words.count("Softmax 把注意力分数变成权重", 1, &mut counts);
-        assert!(counts.contains_key("softmax"), "{counts:?}");
-        assert!(counts.contains_key("注意力"), "{counts:?}");
-        assert_eq!(n, counts.values().sum::<u32>());
+        let n = count_terms("Softmax 把注意力", 5, &mut counts);
+        assert_eq!(n, 4);
+        assert_eq!(counts["softmax"], 5);
+        assert_eq!(counts["注意"], 5);
+        assert!(!counts.contains_key("Softmax"));
     }
 }

@@ -328,7 +328,9 @@ pub fn build(plan: &BuildPlan) -> Outcome {
         let spare = plan.root.join(".attnbook/spare-output");
         let spare = plan.recycle_output.then_some(spare.as_path());
         match files.and_then(|files| emit::write_site(&plan.out, spare, files, &mut timings)) {
-            Ok(count) => out.report.extend(summary(&series, plan, count, started, &timings)),
+            Ok(count) => out
+                .report
+                .extend(summary(&series, plan, count, started, &timings)),
             Err(e) => out.diagnostics.extend(e),
         }
     }

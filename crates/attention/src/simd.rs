@@ -91,7 +91,10 @@ impl Isa {
     #[inline(always)]
     pub(crate) fn run<R>(self, f: impl FnOnce() -> R) -> R {
         // Each level includes the ones below it, so comparing with the widest is enough.
-        assert!(self >= Isa::detected(), "{self:?} is not supported by this CPU");
+        assert!(
+            self >= Isa::detected(),
+            "{self:?} is not supported by this CPU"
+        );
         match self {
             // SAFETY: the features were detected just above.
             #[cfg(target_arch = "x86_64")]
