@@ -52,6 +52,11 @@ pub struct ServeArgs {
     /// Output directory (relative to the site root).
     #[arg(long, default_value = "public")]
     pub out: PathBuf,
+    /// Replace the output directory even if it is not empty and no attnbook build made it
+    /// (everything in it is lost). The site root, a directory containing it and the site's
+    /// content/, static/, templates/ and .attnbook/ are refused regardless.
+    #[arg(long)]
+    pub force: bool,
     /// Build chapters marked `draft = true` too.
     #[arg(long)]
     pub drafts: bool,
@@ -76,6 +81,11 @@ pub struct BuildArgs {
     /// Output directory (relative to the site root).
     #[arg(long, default_value = "public")]
     pub out: PathBuf,
+    /// Replace the output directory even if it is not empty and no attnbook build made it
+    /// (everything in it is lost). The site root, a directory containing it and the site's
+    /// content/, static/, templates/ and .attnbook/ are refused regardless.
+    #[arg(long)]
+    pub force: bool,
     /// Override `base_url` from site.toml (e.g. the GitHub Pages URL).
     #[arg(long)]
     pub base_url: Option<String>,
@@ -190,6 +200,7 @@ impl Cli {
                 strict: args.strict,
                 timings: args.timings,
                 recycle_output: true,
+                force: args.force,
                 lab: args.lab.plan(),
                 root,
             }),
@@ -201,6 +212,7 @@ impl Cli {
                     strict: false,
                     timings: args.timings,
                     recycle_output: false,
+                    force: args.force,
                     lab: LabArgs {
                         rerun: false,
                         jobs: None,
