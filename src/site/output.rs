@@ -83,7 +83,7 @@ fn check_existing(out: &Path, force: bool) -> Result<(), Diagnostic> {
     Err(
         refusal(out, "it is not empty, and no attnbook build made it")
             .with_note(format!(
-                "a build replaces the output directory whole; a directory it made holds `{MARKER}`"
+                "a directory an attnbook build made holds `{MARKER}`"
             ))
             .with_help(
                 "choose another directory (e.g. --out public), empty this one, \
@@ -102,6 +102,7 @@ fn refusal(out: &Path, reason: &str) -> Diagnostic {
         "refusing to use {} as the output directory: {reason}",
         out.display()
     ))
+    .with_note("a build replaces its output directory whole; nothing has been changed")
 }
 
 fn unusable(out: &Path, e: &std::io::Error) -> Diagnostic {
