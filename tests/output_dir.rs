@@ -197,7 +197,17 @@ fn an_existing_file_is_refused() {
         };
         sandbox.assert_refused(&["build", "--force", "--out", out], reason);
     }
-    sandbox.assert_refused(&["build", "--out", "README.md/out"], "cannot use");
+    // Under a file the output cannot be made at all: the write says so, and nothing moves.
+    let before = sandbox.sources();
+    let run = sandbox.run(&["build", "--out", "README.md/out"]);
+    assert_eq!(run.code, Some(2), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("cannot create the parent of"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(sandbox.sources(), before);
+    assert_eq!(sandbox.leftovers(), Vec::<PathBuf>::new());
 }
 
 #[test]
