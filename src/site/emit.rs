@@ -204,6 +204,7 @@ pub(super) fn write_site(
         if out.exists()
             && let Err(e) = std::fs::rename(out, &old)
         {
+            // `keep()` ended the temporary directory's own cleanup: a failed swap leaves no copy.
             let _ = std::fs::remove_dir_all(&staged);
             return Err(io("replace", e));
         }
