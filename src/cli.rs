@@ -52,6 +52,12 @@ pub struct ServeArgs {
     /// Output directory (relative to the site root).
     #[arg(long, default_value = "public")]
     pub out: PathBuf,
+    /// Replace a non-empty output directory that no attnbook build made (its files are lost).
+    ///
+    /// The site root, a directory containing it, a file, and anything inside the site's
+    /// content/, static/, templates/ or .attnbook/ are refused even with --force.
+    #[arg(long)]
+    pub force: bool,
     /// Build chapters marked `draft = true` too.
     #[arg(long)]
     pub drafts: bool,
@@ -76,6 +82,12 @@ pub struct BuildArgs {
     /// Output directory (relative to the site root).
     #[arg(long, default_value = "public")]
     pub out: PathBuf,
+    /// Replace a non-empty output directory that no attnbook build made (its files are lost).
+    ///
+    /// The site root, a directory containing it, a file, and anything inside the site's
+    /// content/, static/, templates/ or .attnbook/ are refused even with --force.
+    #[arg(long)]
+    pub force: bool,
     /// Override `base_url` from site.toml (e.g. the GitHub Pages URL).
     #[arg(long)]
     pub base_url: Option<String>,
@@ -190,6 +202,7 @@ impl Cli {
                 strict: args.strict,
                 timings: args.timings,
                 recycle_output: true,
+                force: args.force,
                 lab: args.lab.plan(),
                 root,
             }),
@@ -201,6 +214,7 @@ impl Cli {
                     strict: false,
                     timings: args.timings,
                     recycle_output: false,
+                    force: args.force,
                     lab: LabArgs {
                         rerun: false,
                         jobs: None,
@@ -248,5 +262,14 @@ mod tests {
         assert!(plan.strict && !plan.drafts);
         assert_eq!(plan.lab.jobs, 3);
         assert_eq!(plan.out, PathBuf::from("site/o"));
+        assert!(!plan.force);
+    }
+
+    #[test]
+    fn force_reaches_the_build_plan_of_build_and_serve() {
+        let build = Cli::parse_from(["attnbook", "build", "--force"]).into_plan();
+        assert!(matches!(build, Plan::Build(plan) if plan.force));
+        let serve = Cli::parse_from(["attnbook", "serve", "--force"]).into_plan();
+        assert!(matches!(serve, Plan::Serve(plan) if plan.build.force));
     }
 }

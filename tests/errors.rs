@@ -15,6 +15,8 @@ fn failing(fixture: &str, args: &[&str]) -> Run {
     let site = Site::fixture(fixture);
     std::fs::create_dir_all(site.path("public")).unwrap();
     site.write("public/index.html", "earlier site");
+    // What every build writes: the output guard lets a build replace only an earlier build.
+    site.write("public/.attnbook-output", "written by attnbook\n");
     let run = site.run(args);
     assert_eq!(
         run.code, 2,

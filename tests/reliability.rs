@@ -71,6 +71,8 @@ fn an_interrupted_build_keeps_the_old_output_and_leaves_no_litter() {
     let site = Site::fixture("slow");
     std::fs::create_dir_all(site.path("public")).unwrap();
     site.write("public/index.html", "earlier site");
+    // What every build writes: the output guard lets a build replace only an earlier build.
+    site.write("public/.attnbook-output", "written by attnbook\n");
     let child = Command::new(env!("CARGO_BIN_EXE_attnbook"))
         .arg("--root")
         .arg(site.root())

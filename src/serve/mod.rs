@@ -70,6 +70,9 @@ pub fn run(plan: &ServePlan) -> Outcome {
 }
 
 fn serve(plan: &ServePlan) -> Result<Infallible, Diagnostic> {
+    // Serve deletes the output each build replaces: a refused output stops it before anything.
+    let build = &plan.build;
+    crate::site::check_output_dir(&build.root, &build.out, build.force)?;
     // Bind and watch before the first build: a taken port should fail at once, not after it.
     let (server, addr) = bind(plan.addr)?;
     let mut watch = Watch::start(&plan.build)?;

@@ -68,6 +68,10 @@ pub(super) fn render_site(
     }
     timings.lap("pages");
     files.push((PathBuf::from(".nojekyll"), Vec::new()));
+    files.push((
+        PathBuf::from(super::output::MARKER),
+        super::output::MARKER_TEXT.into(),
+    ));
     let robots = format!(
         "User-agent: *\nAllow: /\nSitemap: {}sitemap.xml\n",
         series.config.base_url_slash()
@@ -197,8 +201,12 @@ pub(super) fn write_site(
     let old = parent.join(format!(".attnbook-old-{}", std::process::id()));
     // An interrupt waits for the two renames: `out` is never left missing.
     crate::interrupt::critical(|| {
-        if out.exists() {
-            std::fs::rename(out, &old).map_err(|e| io("replace", e))?;
+        if out.exists()
+            && let Err(e) = std::fs::rename(out, &old)
+        {
+            // `keep()` ended the temporary directory's own cleanup: a failed swap leaves no copy.
+            let _ = std::fs::remove_dir_all(&staged);
+            return Err(io("replace", e));
         }
         if let Err(e) = std::fs::rename(&staged, out) {
             let _ = std::fs::rename(&old, out);
@@ -257,4 +265,39 @@ fn prune(tree: &Path, files: &Files) -> std::io::Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The names in `dir`, sorted.
+    fn listing(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn a_failed_swap_leaves_no_staging_directory() {
+        let parent = tempfile::tempdir().unwrap();
+        let out = parent.path().join("out");
+        std::fs::create_dir(&out).unwrap();
+        std::fs::write(out.join("kept.html"), "old").unwrap();
+        // `out/.` exists, but a directory cannot be renamed by a path ending in `.`: the swap
+        // fails after the staging directory was written.
+        let files = vec![(PathBuf::from("index.html"), b"new".to_vec())];
+        let result = write_site(
+            &out.join("."),
+            None,
+            files,
+            &mut super::super::Timings::new(),
+        );
+        assert!(result.is_err(), "the swap should fail");
+        assert_eq!(listing(parent.path()), ["out"]);
+        assert_eq!(listing(&out), ["kept.html"]);
+    }
 }

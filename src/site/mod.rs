@@ -25,6 +25,7 @@ use crate::render::{self, html, math::MathRenderer};
 
 mod check;
 mod emit;
+mod output;
 mod scaffold;
 mod timings;
 mod verify;
@@ -32,6 +33,7 @@ mod verify;
 use timings::Timings;
 
 pub use check::check;
+pub(crate) use output::check_output_dir;
 pub use scaffold::new_chapter;
 pub use verify::verify;
 
@@ -56,6 +58,8 @@ pub struct BuildPlan {
     /// creating every file again. Off in `serve`, which may still be sending a file of the old
     /// output while the next build starts.
     pub recycle_output: bool,
+    /// Replace a non-empty output directory that no attnbook build made (`--force`).
+    pub force: bool,
 }
 
 /// What `verify` should do.
@@ -305,6 +309,10 @@ pub fn build(plan: &BuildPlan) -> Outcome {
         Ok(started) => started,
         Err(failed) => return failed,
     };
+    // A refused output is reported with the other problems; it also stops the experiments
+    // and the write, like any error.
+    out.diagnostics
+        .extend(check_output_dir(&plan.root, &plan.out, plan.force).err());
     let started = Instant::now();
     let mut timings = Timings::new();
     let Some(mut series) = load(&plan.root, plan.drafts, &mut out.diagnostics) else {
