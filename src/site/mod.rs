@@ -190,7 +190,7 @@ fn bind_quotes(series: &mut Series, diagnostics: &mut Diagnostics) -> Vec<Diagno
 }
 
 fn drift_diagnostic(location: Location, quoted: &str, binding: &quotes::Binding) -> Diagnostic {
-    let rerun = quotes::full(binding.rerun.unwrap_or(f64::NAN));
+    let rerun = quotes::rerun_text(binding.rerun.unwrap_or(f64::NAN));
     Diagnostic::warning(format!(
         "quoted {quoted}  rerun {rerun}  ({})",
         binding.rule

@@ -151,7 +151,7 @@ impl VerifyReport {
                 col: loc.col,
                 kind: "quote",
                 quoted: chapter.source[quote.number.span.clone()].to_string(),
-                rerun: binding.rerun.map(quotes::full).unwrap_or_default(),
+                rerun: binding.rerun.map(quotes::rerun_text).unwrap_or_default(),
                 rule: binding.rule.clone(),
                 edit,
                 diff: None,
