@@ -158,7 +158,11 @@ pub fn bind_one(quote: &QuoteSyntax, rerun: f64) -> Binding {
         title: format!(
             "实验值 {}{}；原文 {}；规则：{rule}",
             full(rerun),
-            if rerun.is_finite() { "" } else { "（不是有限数）" },
+            if rerun.is_finite() {
+                ""
+            } else {
+                "（不是有限数）"
+            },
             format_like(&quote.number, quote.number.value)
         ),
         status: if ok { Status::Ok } else { Status::Drift },
@@ -352,12 +356,22 @@ mod tests {
         assert_eq!(rerun_text(f64::NEG_INFINITY), "-inf (not a finite number)");
         assert_eq!(rerun_text(f64::NAN), "NaN (not a finite number)");
         assert_eq!(rerun_text(0.1312), "0.1312");
-        assert!(bind_one(&q("[0.13]{=e}"), f64::NAN).title.contains("不是有限数"));
+        assert!(
+            bind_one(&q("[0.13]{=e}"), f64::NAN)
+                .title
+                .contains("不是有限数")
+        );
     }
 
     #[test]
     fn negative_zero_formats_and_passes_like_zero() {
-        for text in ["[0.00]{=z}", "[0.0e0]{=z}", "[+0.0]{=z}", "[−0.0]{=z}", "[0]{=z}"] {
+        for text in [
+            "[0.00]{=z}",
+            "[0.0e0]{=z}",
+            "[+0.0]{=z}",
+            "[−0.0]{=z}",
+            "[0]{=z}",
+        ] {
             let quote = q(text);
             assert_eq!(
                 format_like(&quote.number, -0.0),

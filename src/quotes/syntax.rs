@@ -34,9 +34,10 @@ impl Tolerance {
     pub fn is_finite(self) -> bool {
         match self {
             Tolerance::Round => true,
-            Tolerance::Abs(x) | Tolerance::Rel(x) | Tolerance::AtLeast(x) | Tolerance::AtMost(x) => {
-                x.is_finite()
-            }
+            Tolerance::Abs(x)
+            | Tolerance::Rel(x)
+            | Tolerance::AtLeast(x)
+            | Tolerance::AtMost(x) => x.is_finite(),
         }
     }
 }

@@ -4,7 +4,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use crate::content::{self, Series};
-use crate::diagnostic::Diagnostic;
+use crate::diagnostic::{Diagnostic, Diagnostics, Location};
 use crate::quotes::{self, Status, fix, output};
 
 use super::{Outcome, VerifyPlan, bind_quotes, load, run_lab, start};
@@ -46,10 +46,7 @@ pub fn verify(plan: &VerifyPlan) -> Outcome {
     }
     if plan.fix {
         out.report
-            .extend(report.apply_fixes(&series).unwrap_or_else(|e| {
-                out.diagnostics.push(e);
-                Vec::new()
-            }));
+            .extend(report.apply_fixes(&series, &mut out.diagnostics));
         // A bound that fails cannot be fixed by rewriting the prose: it stays a failure.
         out.failed_checks = report.unfixable() > 0;
     } else {
@@ -128,9 +125,21 @@ struct Failure {
     rerun: String,
     rule: String,
     #[serde(skip)]
-    edit: Option<fix::Edit>,
+    remedy: Remedy,
     #[serde(skip_serializing_if = "Option::is_none")]
     diff: Option<String>,
+}
+
+/// What `--fix` does with a failure.
+#[derive(Debug)]
+enum Remedy {
+    /// Replace these bytes with the rerun.
+    Rewrite(fix::Edit),
+    /// A bound: never rewritten, it stays a failure.
+    Bound,
+    /// The rerun is NaN or infinite: written into a quote it would no longer parse, and
+    /// accepted into a pinned output it would hide a numerical bug. Reported as an error.
+    NotFinite,
 }
 
 impl VerifyReport {
@@ -141,10 +150,16 @@ impl VerifyReport {
                 continue;
             }
             let loc = chapter.location(quote.number.span.clone());
-            let edit = (!quote.tolerance.is_bound()).then(|| fix::Edit {
-                span: quote.number.span.clone(),
-                text: binding.formatted.clone(),
-            });
+            let remedy = if quote.tolerance.is_bound() {
+                Remedy::Bound
+            } else if !binding.rerun.is_some_and(f64::is_finite) {
+                Remedy::NotFinite
+            } else {
+                Remedy::Rewrite(fix::Edit {
+                    span: quote.number.span.clone(),
+                    text: binding.formatted.clone(),
+                })
+            };
             self.failures.push(Failure {
                 path: loc.path,
                 line: loc.line,
@@ -153,7 +168,7 @@ impl VerifyReport {
                 quoted: chapter.source[quote.number.span.clone()].to_string(),
                 rerun: binding.rerun.map(quotes::rerun_text).unwrap_or_default(),
                 rule: binding.rule.clone(),
-                edit,
+                remedy,
                 diff: None,
             });
         }
@@ -178,17 +193,26 @@ impl VerifyReport {
                 quoted: pinned.text.clone(),
                 rerun: fresh.to_string(),
                 rule: "pinned output".into(),
-                edit: Some(fix::Edit {
-                    span: pinned.text_span.clone(),
-                    text: fresh.to_string(),
-                }),
+                remedy: if output::non_finite_count(fresh) > output::non_finite_count(&pinned.text)
+                {
+                    Remedy::NotFinite
+                } else {
+                    Remedy::Rewrite(fix::Edit {
+                        span: pinned.text_span.clone(),
+                        text: fresh.to_string(),
+                    })
+                },
                 diff: Some(output::diff(&pinned.text, fresh)),
             });
         }
     }
 
+    /// Failures `--fix` leaves in place without an error: the bounds.
     fn unfixable(&self) -> usize {
-        self.failures.iter().filter(|f| f.edit.is_none()).count()
+        self.failures
+            .iter()
+            .filter(|f| matches!(f.remedy, Remedy::Bound))
+            .count()
     }
 
     fn drifted(&self) -> usize {
@@ -228,34 +252,81 @@ impl VerifyReport {
         lines
     }
 
-    fn apply_fixes(&self, series: &Series) -> Result<Vec<String>, Diagnostic> {
+    /// Rewrites every chapter with fixable failures; reports what it did, and as errors what it
+    /// would not do (non-finite reruns, chapters edited during the run), for every chapter.
+    fn apply_fixes(&self, series: &Series, diagnostics: &mut Diagnostics) -> Vec<String> {
         let mut lines = Vec::new();
+        for failure in &self.failures {
+            if matches!(failure.remedy, Remedy::NotFinite) {
+                diagnostics.push(failure.not_finite());
+            }
+        }
         for chapter in &series.chapters {
             let edits: Vec<fix::Edit> = self
                 .failures
                 .iter()
                 .filter(|f| f.path == chapter.path)
-                .filter_map(|f| f.edit.clone())
+                .filter_map(|f| match &f.remedy {
+                    Remedy::Rewrite(edit) => Some(edit.clone()),
+                    Remedy::Bound | Remedy::NotFinite => None,
+                })
                 .collect();
             if edits.is_empty() {
                 continue;
             }
-            let text = fix::apply(&chapter.source, &edits);
-            fix::write_atomically(&series.root.join(&chapter.path), &text).map_err(|e| {
-                Diagnostic::error(format!("cannot write {}: {e}", chapter.path.display()))
-            })?;
-            lines.push(format!(
-                "fixed {} place(s) in {}",
-                edits.len(),
-                chapter.path.display()
-            ));
+            match rewrite(series, chapter, &edits) {
+                Ok(()) => lines.push(format!(
+                    "fixed {} place(s) in {}",
+                    edits.len(),
+                    chapter.path.display()
+                )),
+                Err(d) => diagnostics.push(d),
+            }
         }
-        let bounds = self.failures.iter().filter(|f| f.edit.is_none()).count();
+        let bounds = self.unfixable();
         if bounds > 0 {
             lines.push(format!(
                 "{bounds} bound quote(s) left as they are: bounds are never rewritten"
             ));
         }
-        Ok(lines)
+        lines
     }
+}
+
+impl Failure {
+    /// The error `--fix` reports for a rerun it will not write.
+    fn not_finite(&self) -> Diagnostic {
+        let location = Location::at_line(&self.path, self.line, self.col);
+        let message = match self.kind {
+            "quote" => format!(
+                "the rerun is {}: --fix leaves the quote {} as it is",
+                self.rerun, self.quoted
+            ),
+            _ => "the rerun output prints NaN or inf where the pinned output does not: \
+                  --fix leaves this pinned output as it is"
+                .to_string(),
+        };
+        Diagnostic::error(message).at(location).with_help(
+            "make the experiment produce a finite value, then run `attnbook verify --fix` again",
+        )
+    }
+}
+
+/// Applies `edits` to one chapter, unless its file changed since the run read it.
+fn rewrite(
+    series: &Series,
+    chapter: &content::Chapter,
+    edits: &[fix::Edit],
+) -> Result<(), Diagnostic> {
+    let text = fix::apply(&chapter.source, edits);
+    let path = chapter.path.display();
+    fix::replace_if_unchanged(&series.root.join(&chapter.path), &chapter.source, &text).map_err(
+        |e| match e {
+            fix::WriteError::Changed => Diagnostic::error(format!(
+                "{path} was edited while `verify --fix` ran: it was not rewritten, the edit is kept"
+            ))
+            .with_help("run `attnbook verify --fix` again to check the edited chapter"),
+            fix::WriteError::Io(e) => Diagnostic::error(format!("cannot write {path}: {e}")),
+        },
+    )
 }
