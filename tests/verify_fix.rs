@@ -64,6 +64,13 @@ fn fix_never_writes_a_non_finite_rerun() {
         "{}",
         fixed.stdout
     );
+    assert!(
+        fixed
+            .stderr
+            .contains("error: 4 error(s), 0 warning(s); only the fixes listed were written"),
+        "the summary does not claim that nothing was written: {}",
+        fixed.stderr
+    );
     assert_eq!(
         site.read(path),
         before.replace("[0.40]{=ok}", "[0.50]{=ok}"),

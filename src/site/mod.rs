@@ -88,6 +88,9 @@ pub struct Outcome {
     pub root: PathBuf,
     /// The errors are findings of `check` (exit 1), not broken input (exit 2).
     pub errors_are_findings: bool,
+    /// Some source files were rewritten (`verify --fix` applies the fixes it can even when
+    /// others fail), so an error summary must not claim that nothing was written.
+    pub wrote_sources: bool,
 }
 
 /// Takes the site's lock for the whole command: two builds of one site at once would write the

@@ -1,10 +1,11 @@
 //! `attnbook verify [--fix]`: rerun every experiment and check the prose against it.
 
 use std::collections::BTreeSet;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use crate::content::{self, Series};
-use crate::diagnostic::{Diagnostic, Diagnostics, Location};
+use crate::diagnostic::{Diagnostic, Location};
 use crate::quotes::{self, Status, fix, output};
 
 use super::{Outcome, VerifyPlan, bind_quotes, load, run_lab, start};
@@ -45,8 +46,7 @@ pub fn verify(plan: &VerifyPlan) -> Outcome {
         report.check_chapter(chapter);
     }
     if plan.fix {
-        out.report
-            .extend(report.apply_fixes(&series, &mut out.diagnostics));
+        report.apply_fixes(&series, &mut out);
         // A bound that fails cannot be fixed by rewriting the prose: it stays a failure.
         out.failed_checks = report.unfixable() > 0;
     } else {
@@ -121,6 +121,9 @@ struct Failure {
     line: usize,
     col: usize,
     kind: &'static str,
+    /// The bytes an error about this failure underlines.
+    #[serde(skip)]
+    span: Range<usize>,
     quoted: String,
     rerun: String,
     rule: String,
@@ -165,6 +168,7 @@ impl VerifyReport {
                 line: loc.line,
                 col: loc.col,
                 kind: "quote",
+                span: loc.span,
                 quoted: chapter.source[quote.number.span.clone()].to_string(),
                 rerun: binding.rerun.map(quotes::rerun_text).unwrap_or_default(),
                 rule: binding.rule.clone(),
@@ -190,6 +194,7 @@ impl VerifyReport {
                 line: pinned.line,
                 col: 1,
                 kind: "output",
+                span: pinned.text_span.clone(),
                 quoted: pinned.text.clone(),
                 rerun: fresh.to_string(),
                 rule: "pinned output".into(),
@@ -254,11 +259,10 @@ impl VerifyReport {
 
     /// Rewrites every chapter with fixable failures; reports what it did, and as errors what it
     /// would not do (non-finite reruns, chapters edited during the run), for every chapter.
-    fn apply_fixes(&self, series: &Series, diagnostics: &mut Diagnostics) -> Vec<String> {
-        let mut lines = Vec::new();
+    fn apply_fixes(&self, series: &Series, out: &mut Outcome) {
         for failure in &self.failures {
             if matches!(failure.remedy, Remedy::NotFinite) {
-                diagnostics.push(failure.not_finite());
+                out.diagnostics.push(failure.not_finite());
             }
         }
         for chapter in &series.chapters {
@@ -275,28 +279,33 @@ impl VerifyReport {
                 continue;
             }
             match rewrite(series, chapter, &edits) {
-                Ok(()) => lines.push(format!(
-                    "fixed {} place(s) in {}",
-                    edits.len(),
-                    chapter.path.display()
-                )),
-                Err(d) => diagnostics.push(d),
+                Ok(()) => {
+                    out.wrote_sources = true;
+                    out.report.push(format!(
+                        "fixed {} place(s) in {}",
+                        edits.len(),
+                        chapter.path.display()
+                    ));
+                }
+                Err(d) => out.diagnostics.push(d),
             }
         }
         let bounds = self.unfixable();
         if bounds > 0 {
-            lines.push(format!(
+            out.report.push(format!(
                 "{bounds} bound quote(s) left as they are: bounds are never rewritten"
             ));
         }
-        lines
     }
 }
 
 impl Failure {
     /// The error `--fix` reports for a rerun it will not write.
     fn not_finite(&self) -> Diagnostic {
-        let location = Location::at_line(&self.path, self.line, self.col);
+        let location = Location {
+            span: self.span.clone(),
+            ..Location::at_line(&self.path, self.line, self.col)
+        };
         let message = match self.kind {
             "quote" => format!(
                 "the rerun is {}: --fix leaves the quote {} as it is",
