@@ -145,6 +145,34 @@ enum Remedy {
     NotFinite,
 }
 
+impl Remedy {
+    fn for_quote(quote: &quotes::syntax::QuoteSyntax, binding: &quotes::Binding) -> Remedy {
+        if quote.tolerance.is_bound() {
+            Remedy::Bound
+        } else if !binding.rerun.is_some_and(f64::is_finite) {
+            Remedy::NotFinite
+        } else {
+            Remedy::Rewrite(fix::Edit {
+                span: quote.number.span.clone(),
+                text: binding.formatted.clone(),
+            })
+        }
+    }
+
+    /// A NaN or inf the author has not pinned is a failure to fix, not an output to accept;
+    /// one already pinned (a `-inf` in a printed mask) is part of the expected output.
+    fn for_output(pinned: &str, span: Range<usize>, fresh: &str) -> Remedy {
+        if output::non_finite_count(fresh) > output::non_finite_count(pinned) {
+            Remedy::NotFinite
+        } else {
+            Remedy::Rewrite(fix::Edit {
+                span,
+                text: fresh.to_string(),
+            })
+        }
+    }
+}
+
 impl VerifyReport {
     fn check_chapter(&mut self, chapter: &content::Chapter) {
         for (quote, binding) in chapter.doc.quotes.iter().zip(&chapter.bindings) {
@@ -153,16 +181,6 @@ impl VerifyReport {
                 continue;
             }
             let loc = chapter.location(quote.number.span.clone());
-            let remedy = if quote.tolerance.is_bound() {
-                Remedy::Bound
-            } else if !binding.rerun.is_some_and(f64::is_finite) {
-                Remedy::NotFinite
-            } else {
-                Remedy::Rewrite(fix::Edit {
-                    span: quote.number.span.clone(),
-                    text: binding.formatted.clone(),
-                })
-            };
             self.failures.push(Failure {
                 path: loc.path,
                 line: loc.line,
@@ -172,7 +190,7 @@ impl VerifyReport {
                 quoted: chapter.source[quote.number.span.clone()].to_string(),
                 rerun: binding.rerun.map(quotes::rerun_text).unwrap_or_default(),
                 rule: binding.rule.clone(),
-                remedy,
+                remedy: Remedy::for_quote(quote, binding),
                 diff: None,
             });
         }
@@ -198,15 +216,7 @@ impl VerifyReport {
                 quoted: pinned.text.clone(),
                 rerun: fresh.to_string(),
                 rule: "pinned output".into(),
-                remedy: if output::non_finite_count(fresh) > output::non_finite_count(&pinned.text)
-                {
-                    Remedy::NotFinite
-                } else {
-                    Remedy::Rewrite(fix::Edit {
-                        span: pinned.text_span.clone(),
-                        text: fresh.to_string(),
-                    })
-                },
+                remedy: Remedy::for_output(&pinned.text, pinned.text_span.clone(), fresh),
                 diff: Some(output::diff(&pinned.text, fresh)),
             });
         }
@@ -338,4 +348,30 @@ fn rewrite(
             fix::WriteError::Io(e) => Diagnostic::error(format!("cannot write {path}: {e}")),
         },
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_output_is_fixed_unless_the_rerun_adds_a_non_finite_number() {
+        let fixable = |pinned: &str, fresh: &str| {
+            matches!(
+                Remedy::for_output(pinned, 0..pinned.len(), fresh),
+                Remedy::Rewrite(_)
+            )
+        };
+        assert!(fixable("loss 0.25", "loss 0.5"));
+        assert!(!fixable("loss 0.25", "loss NaN"));
+        assert!(
+            !fixable("", "scores [0.1, inf]"),
+            "an empty pinned output too"
+        );
+        assert!(
+            fixable("mask [0, -inf] sum 1.0", "mask [0, -inf] sum 2.0"),
+            "a pinned -inf is expected output"
+        );
+        assert!(!fixable("mask [0, -inf]", "mask [-inf, -inf]"));
+    }
 }
