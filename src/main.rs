@@ -40,7 +40,12 @@ fn report(outcome: &Outcome) -> ExitCode {
         eprintln!("error: {errors} problem(s) found");
         ExitCode::from(1)
     } else if errors > 0 {
-        eprintln!("error: {errors} error(s), {warnings} warning(s); nothing was written");
+        let written = if outcome.wrote_sources {
+            "only the fixes listed were written"
+        } else {
+            "nothing was written"
+        };
+        eprintln!("error: {errors} error(s), {warnings} warning(s); {written}");
         ExitCode::from(2)
     } else if outcome.failed_checks {
         ExitCode::from(1)

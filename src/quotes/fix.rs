@@ -26,15 +26,39 @@ pub fn apply(source: &str, edits: &[Edit]) -> String {
     out
 }
 
-/// Writes `text` to `path` atomically (temp file in the same directory, then rename).
-pub fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
+/// Why a chapter was not rewritten.
+#[derive(Debug)]
+pub enum WriteError {
+    /// The file no longer holds the bytes the run started from: someone edited it meanwhile.
+    Changed,
+    /// Resolving, reading, writing or renaming failed.
+    Io(std::io::Error),
+}
+
+impl From<std::io::Error> for WriteError {
+    fn from(e: std::io::Error) -> Self {
+        WriteError::Io(e)
+    }
+}
+
+/// Replaces the file at `path` with `text`, unless it no longer holds `expected`.
+///
+/// A symbolic link is followed: its target is replaced and the link stays a link. The new text
+/// goes to a temporary file next to the target (with the target's permissions) and is renamed
+/// over it, so a reader never sees half a file. The file is compared with `expected` after the
+/// temporary file is written, just before the rename, to keep the window for a lost edit as
+/// short as the file system allows.
+pub fn replace_if_unchanged(path: &Path, expected: &str, text: &str) -> Result<(), WriteError> {
+    let target = std::fs::canonicalize(path)?;
+    let dir = target.parent().unwrap_or(Path::new("."));
     let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
     std::io::Write::write_all(&mut tmp, text.as_bytes())?;
-    if let Ok(meta) = std::fs::metadata(path) {
-        let _ = std::fs::set_permissions(tmp.path(), meta.permissions());
+    std::fs::set_permissions(tmp.path(), std::fs::metadata(&target)?.permissions())?;
+    if std::fs::read(&target)? != expected.as_bytes() {
+        // Dropping `tmp` deletes it: nothing is written.
+        return Err(WriteError::Changed);
     }
-    tmp.persist(path).map_err(|e| e.error)?;
+    tmp.persist(&target).map_err(|e| e.error)?;
     Ok(())
 }
 
@@ -56,5 +80,45 @@ mod tests {
             },
         ];
         assert_eq!(apply(src, &edits), "a [0.13]{=x} b [12.25]{=y} c");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn an_unchanged_file_is_replaced_with_its_permissions() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.md");
+        std::fs::write(&path, "old").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o640)).unwrap();
+        replace_if_unchanged(&path, "old", "new").unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "new");
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o640);
+    }
+
+    #[test]
+    fn a_changed_file_is_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.md");
+        std::fs::write(&path, "edited").unwrap();
+        let result = replace_if_unchanged(&path, "old", "new");
+        assert!(matches!(result, Err(WriteError::Changed)), "{result:?}");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "edited");
+        let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(left.len(), 1, "no temporary file is left behind");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_symlink_is_written_through_and_stays_a_link() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("real")).unwrap();
+        let target = dir.path().join("real/a.md");
+        let link = dir.path().join("a.md");
+        std::fs::write(&target, "old").unwrap();
+        std::os::unix::fs::symlink("real/a.md", &link).unwrap();
+        replace_if_unchanged(&link, "old", "new").unwrap();
+        assert!(std::fs::symlink_metadata(&link).unwrap().is_symlink());
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "new");
     }
 }

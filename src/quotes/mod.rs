@@ -170,8 +170,13 @@ pub fn bind_one(quote: &QuoteSyntax, rerun: f64) -> Binding {
         name: quote.name.clone(),
         shown: format!("{}{formatted}{}", quote.prefix, quote.suffix),
         title: format!(
-            "实验值 {}；原文 {}；规则：{rule}",
+            "实验值 {}{}；原文 {}；规则：{rule}",
             full(rerun),
+            if rerun.is_finite() {
+                ""
+            } else {
+                "（不是有限数）"
+            },
             format_like(&quote.number, quote.number.value)
         ),
         status: if ok { Status::Ok } else { Status::Drift },
@@ -191,8 +196,21 @@ pub fn full(value: f64) -> String {
     }
 }
 
+/// The rerun value for reports: [`full`], plus the reason when it is not a finite number (such
+/// a value fails every rule, and the author should see why at a glance).
+pub fn rerun_text(value: f64) -> String {
+    if value.is_finite() {
+        full(value)
+    } else {
+        format!("{} (not a finite number)", full(value))
+    }
+}
+
 /// Formats `value` the way `like` was written: decimals, grouping, sign, minus sign, exponent.
 pub fn format_like(like: &QuotedNumber, value: f64) -> String {
+    // Negative zero prints as `-0`, which would make a zero rerun differ from a quoted zero
+    // (the sign strip below misses the exponent form `-0e0`).
+    let value = if value == 0.0 { 0.0 } else { value };
     let mut text = if like.exponent {
         format!("{:.*e}", like.decimals, value)
     } else {
@@ -232,8 +250,16 @@ fn group_thousands(text: &str) -> String {
 }
 
 /// Does `rerun` satisfy the quote's tolerance?
+///
+/// A rerun that is not a finite number fails every rule: an infinite value would otherwise get an
+/// infinite slack (and pass `±` and `~%`) or pass a one-sided bound, and NaN is never "close".
+/// The quoted number and the tolerance are finite by construction (the syntax rejects others);
+/// they are checked here too so that no caller can make a rule pass by accident.
 pub fn within(tolerance: Tolerance, quoted: &QuotedNumber, rerun: f64) -> bool {
     let q = quoted.value;
+    if !rerun.is_finite() || !q.is_finite() || !tolerance.is_finite() {
+        return false;
+    }
     let slack = 1e-9 * q.abs().max(rerun.abs()).max(1e-300);
     match tolerance {
         Tolerance::Round => format_like(quoted, rerun) == format_like(quoted, q),
@@ -295,6 +321,115 @@ mod tests {
         assert!(!within(Tolerance::Rel(20.0), &n, 12.1));
         assert!(within(Tolerance::AtLeast(8.0), &n, 8.0));
         assert!(!within(Tolerance::AtMost(8.0), &n, 8.1));
+    }
+
+    /// Every rule form, each against NaN, +inf, -inf and a finite value that passes it.
+    #[test]
+    fn non_finite_reruns_fail_every_rule() {
+        let cases = [
+            ("[0.13]{=e}", 0.131),
+            ("[0.13]{=e ±0.01}", 0.135),
+            ("[0.13]{=e ~10%}", 0.125),
+            ("[0.13]{=e >=0.1}", 0.2),
+            ("[0.13]{=e <=0.2}", 0.1),
+            ("[0]{=e ~0%}", 0.0),
+            ("[1e300]{=e ~50%}", 1.2e300),
+        ];
+        for (text, passing) in cases {
+            let quote = q(text);
+            assert!(
+                within(quote.tolerance, &quote.number, passing),
+                "{text} with {passing}"
+            );
+            for bad in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+                assert!(
+                    !within(quote.tolerance, &quote.number, bad),
+                    "{text} with {bad}"
+                );
+                let binding = bind_one(&quote, bad);
+                assert_eq!(binding.status, Status::Drift, "{text} with {bad}");
+            }
+        }
+    }
+
+    #[test]
+    fn non_finite_quotes_and_tolerances_pass_nothing() {
+        let mut quote = q("[0.13]{=e}");
+        quote.number.value = f64::INFINITY;
+        assert!(!within(Tolerance::Round, &quote.number, f64::INFINITY));
+        assert!(!within(Tolerance::Abs(0.1), &quote.number, 1.0));
+        let finite = q("[0.13]{=e}").number;
+        assert!(!within(Tolerance::Abs(f64::INFINITY), &finite, 1.0));
+        assert!(!within(Tolerance::AtLeast(f64::NEG_INFINITY), &finite, 1.0));
+        assert!(!within(Tolerance::Rel(f64::NAN), &finite, 0.13));
+    }
+
+    #[test]
+    fn reports_say_why_a_non_finite_rerun_fails() {
+        assert_eq!(rerun_text(f64::INFINITY), "inf (not a finite number)");
+        assert_eq!(rerun_text(f64::NEG_INFINITY), "-inf (not a finite number)");
+        assert_eq!(rerun_text(f64::NAN), "NaN (not a finite number)");
+        assert_eq!(rerun_text(0.1312), "0.1312");
+        assert!(
+            bind_one(&q("[0.13]{=e}"), f64::NAN)
+                .title
+                .contains("不是有限数")
+        );
+    }
+
+    #[test]
+    fn negative_zero_formats_and_passes_like_zero() {
+        for text in [
+            "[0.00]{=z}",
+            "[0.0e0]{=z}",
+            "[+0.0]{=z}",
+            "[−0.0]{=z}",
+            "[0]{=z}",
+        ] {
+            let quote = q(text);
+            assert_eq!(
+                format_like(&quote.number, -0.0),
+                format_like(&quote.number, 0.0),
+                "{text}"
+            );
+            assert!(within(Tolerance::Round, &quote.number, -0.0), "{text}");
+        }
+    }
+
+    proptest::proptest! {
+        /// No finite quote and tolerance lets a non-finite rerun through.
+        #[test]
+        fn no_rule_passes_a_non_finite_rerun(
+            q in -1e300f64..1e300,
+            t in 0f64..1e300,
+            kind in 0usize..5,
+            bad in proptest::sample::select(vec![f64::NAN, f64::INFINITY, f64::NEG_INFINITY]),
+        ) {
+            let tolerance = [
+                Tolerance::Round,
+                Tolerance::Abs(t),
+                Tolerance::Rel(t),
+                Tolerance::AtLeast(q - t),
+                Tolerance::AtMost(q + t),
+            ][kind];
+            let quote = QuotedNumber { value: q, ..self::q("[0.5]{=a}").number };
+            proptest::prop_assert!(!within(tolerance, &quote, bad));
+        }
+
+        /// What `--fix` writes for a finite rerun is a quote the parser reads back as that
+        /// number, in every way a number can be written.
+        #[test]
+        fn fixed_text_parses_back(
+            rerun in proptest::num::f64::NORMAL | proptest::num::f64::ZERO | proptest::num::f64::SUBNORMAL,
+            like in proptest::sample::select(vec!["0.08", "256,000", "+1.5", "−1.5", "1.5e-3", "7"]),
+        ) {
+            let quote = q(&format!("[{like}]{{=a}}"));
+            let formatted = format_like(&quote.number, rerun);
+            let (quotes, errors) = syntax::scan(&format!("[{formatted}]{{=a}}"), 0, &[]);
+            proptest::prop_assert!(errors.is_empty(), "{formatted}: {errors:?}");
+            proptest::prop_assert_eq!(&quotes[0].number.span, &(1..1 + formatted.len()));
+            proptest::prop_assert!(within(Tolerance::Round, &quotes[0].number, rerun), "{}", formatted);
+        }
     }
 
     #[test]

@@ -60,6 +60,18 @@ fn token_eq(a: &Token<'_>, b: &Token<'_>) -> bool {
     }
 }
 
+static NON_FINITE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?i)\b(?:nan|inf|infinity)\b").expect("static regex"));
+
+/// How many times `text` prints a non-finite number (`NaN`, `inf`, `-inf`, `infinity`, any case).
+///
+/// `verify --fix` compares this count between the pinned and the fresh output: a NaN or inf that
+/// the author has not pinned is a numerical failure to fix, not an output to accept, while one
+/// already pinned (a `-inf` in a printed attention mask) is part of the expected output.
+pub fn non_finite_count(text: &str) -> usize {
+    NON_FINITE.find_iter(text).count()
+}
+
 /// A unified diff of pinned against fresh output, for reports.
 pub fn diff(pinned: &str, fresh: &str) -> String {
     similar::TextDiff::from_lines(pinned, fresh)
@@ -94,6 +106,12 @@ mod tests {
         assert!(!matches("1.0 2.0", "1.0"));
         assert!(!matches("1.0", "x"));
         assert!(!matches("[1, 2]", "[1, -2]"));
+    }
+
+    #[test]
+    fn non_finite_words_are_counted() {
+        assert_eq!(non_finite_count("w = [NaN, 0.5, -inf]\nINF Infinity"), 4);
+        assert_eq!(non_finite_count("information, infer, nano 1.5"), 0);
     }
 
     #[test]

@@ -29,6 +29,17 @@ impl Tolerance {
     pub fn is_bound(self) -> bool {
         matches!(self, Tolerance::AtLeast(_) | Tolerance::AtMost(_))
     }
+
+    /// True unless the rule's number is infinite or NaN (the parser never produces those).
+    pub fn is_finite(self) -> bool {
+        match self {
+            Tolerance::Round => true,
+            Tolerance::Abs(x)
+            | Tolerance::Rel(x)
+            | Tolerance::AtLeast(x)
+            | Tolerance::AtMost(x) => x.is_finite(),
+        }
+    }
 }
 
 /// The number inside a quote's text, with how it was written.
@@ -155,6 +166,17 @@ fn parse_one(
             .into(),
     })?;
     let number = parse_number(number_match.as_str(), inner_at + number_match.start());
+    if !number.value.is_finite() {
+        // Digits only, so this is an overflow (`1e400`): no rerun could ever match it.
+        return Err(SyntaxError {
+            span: number.span.clone(),
+            message: format!(
+                "the number `{}` is too large for a 64-bit float",
+                number_match.as_str()
+            ),
+            help: "quote the number in a larger unit or with a smaller exponent".into(),
+        });
+    }
     let trimmed_start = spec.len() - spec.trim_start().len();
     let mut parts = spec.trim().splitn(2, char::is_whitespace);
     let name = parts.next().unwrap_or_default();
@@ -202,10 +224,18 @@ fn parse_number(text: &str, at: usize) -> QuotedNumber {
 /// Parses the tolerance text after the name.
 pub fn parse_tolerance(text: &str) -> Result<Tolerance, String> {
     let number = |s: &str| -> Result<f64, String> {
-        s.trim()
+        let x = s
+            .trim()
             .replace(',', "")
             .parse::<f64>()
-            .map_err(|_| format!("malformed tolerance `{text}`"))
+            .map_err(|_| format!("malformed tolerance `{text}`"))?;
+        // `parse` accepts `inf` and `NaN` and overflows `1e400` to infinity; an infinite
+        // tolerance would pass any rerun and a NaN one none.
+        if x.is_finite() {
+            Ok(x)
+        } else {
+            Err(format!("tolerance `{text}` is not a finite number"))
+        }
     };
     if text.is_empty() {
         Ok(Tolerance::Round)
@@ -289,6 +319,34 @@ mod tests {
         assert!(errors[0].message.contains("not closed"));
         let (_, errors) = scan("x [1]{=a..b}", 0, &[]);
         assert!(errors[0].message.contains("not a value name"));
+    }
+
+    /// Every number a rule compares with must be finite: `f64` parsing accepts `inf` and `NaN`
+    /// and overflows long digit strings to infinity, so each form is checked.
+    #[test]
+    fn non_finite_numbers_are_syntax_errors() {
+        let huge = format!("[{}]{{=a}}", "9".repeat(400));
+        for text in [
+            "x [1e400]{=a}",
+            "x [−2e999]{=a}",
+            huge.as_str(),
+            "x [1]{=a ±inf}",
+            "x [1]{=a ±1e400}",
+            "x [1]{=a ~NaN%}",
+            "x [1]{=a ~infinity%}",
+            "x [1]{=a >=-inf}",
+            "x [1]{=a <=nan}",
+        ] {
+            let (quotes, errors) = scan(text, 0, &[]);
+            assert!(quotes.is_empty(), "{text}: {quotes:?}");
+            assert_eq!(errors.len(), 1, "{text}: {errors:?}");
+            let message = &errors[0].message;
+            assert!(
+                message.contains("too large") || message.contains("not a finite number"),
+                "{text}: {message}"
+            );
+        }
+        assert_eq!(one("[1e300]{=a ±1e300}").number.value, 1e300);
     }
 
     #[test]

@@ -92,6 +92,9 @@ pub struct Outcome {
     pub root: PathBuf,
     /// The errors are findings of `check` (exit 1), not broken input (exit 2).
     pub errors_are_findings: bool,
+    /// Some source files were rewritten (`verify --fix` applies the fixes it can even when
+    /// others fail), so an error summary must not claim that nothing was written.
+    pub wrote_sources: bool,
 }
 
 /// Takes the site's lock for the whole command: two builds of one site at once would write the
@@ -190,7 +193,7 @@ fn bind_quotes(series: &mut Series, diagnostics: &mut Diagnostics) -> Vec<Diagno
 }
 
 fn drift_diagnostic(location: Location, quoted: &str, binding: &quotes::Binding) -> Diagnostic {
-    let rerun = quotes::full(binding.rerun.unwrap_or(f64::NAN));
+    let rerun = quotes::rerun_text(binding.rerun.unwrap_or(f64::NAN));
     Diagnostic::warning(format!(
         "quoted {quoted}  rerun {rerun}  ({})",
         binding.rule

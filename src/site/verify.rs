@@ -1,10 +1,11 @@
 //! `attnbook verify [--fix]`: rerun every experiment and check the prose against it.
 
 use std::collections::BTreeSet;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use crate::content::{self, Series};
-use crate::diagnostic::Diagnostic;
+use crate::diagnostic::{Diagnostic, Location};
 use crate::quotes::{self, Status, fix, output};
 
 use super::{Outcome, VerifyPlan, bind_quotes, load, run_lab, start};
@@ -45,11 +46,7 @@ pub fn verify(plan: &VerifyPlan) -> Outcome {
         report.check_chapter(chapter);
     }
     if plan.fix {
-        out.report
-            .extend(report.apply_fixes(&series).unwrap_or_else(|e| {
-                out.diagnostics.push(e);
-                Vec::new()
-            }));
+        report.apply_fixes(&series, &mut out);
         // A bound that fails cannot be fixed by rewriting the prose: it stays a failure.
         out.failed_checks = report.unfixable() > 0;
     } else {
@@ -124,13 +121,56 @@ struct Failure {
     line: usize,
     col: usize,
     kind: &'static str,
+    /// The bytes an error about this failure underlines.
+    #[serde(skip)]
+    span: Range<usize>,
     quoted: String,
     rerun: String,
     rule: String,
     #[serde(skip)]
-    edit: Option<fix::Edit>,
+    remedy: Remedy,
     #[serde(skip_serializing_if = "Option::is_none")]
     diff: Option<String>,
+}
+
+/// What `--fix` does with a failure.
+#[derive(Debug)]
+enum Remedy {
+    /// Replace these bytes with the rerun.
+    Rewrite(fix::Edit),
+    /// A bound: never rewritten, it stays a failure.
+    Bound,
+    /// The rerun is NaN or infinite: written into a quote it would no longer parse, and
+    /// accepted into a pinned output it would hide a numerical bug. Reported as an error.
+    NotFinite,
+}
+
+impl Remedy {
+    fn for_quote(quote: &quotes::syntax::QuoteSyntax, binding: &quotes::Binding) -> Remedy {
+        if quote.tolerance.is_bound() {
+            Remedy::Bound
+        } else if !binding.rerun.is_some_and(f64::is_finite) {
+            Remedy::NotFinite
+        } else {
+            Remedy::Rewrite(fix::Edit {
+                span: quote.number.span.clone(),
+                text: binding.formatted.clone(),
+            })
+        }
+    }
+
+    /// A NaN or inf the author has not pinned is a failure to fix, not an output to accept;
+    /// one already pinned (a `-inf` in a printed mask) is part of the expected output.
+    fn for_output(pinned: &str, span: Range<usize>, fresh: &str) -> Remedy {
+        if output::non_finite_count(fresh) > output::non_finite_count(pinned) {
+            Remedy::NotFinite
+        } else {
+            Remedy::Rewrite(fix::Edit {
+                span,
+                text: fresh.to_string(),
+            })
+        }
+    }
 }
 
 impl VerifyReport {
@@ -141,19 +181,16 @@ impl VerifyReport {
                 continue;
             }
             let loc = chapter.location(quote.number.span.clone());
-            let edit = (!quote.tolerance.is_bound()).then(|| fix::Edit {
-                span: quote.number.span.clone(),
-                text: binding.formatted.clone(),
-            });
             self.failures.push(Failure {
                 path: loc.path,
                 line: loc.line,
                 col: loc.col,
                 kind: "quote",
+                span: loc.span,
                 quoted: chapter.source[quote.number.span.clone()].to_string(),
-                rerun: binding.rerun.map(quotes::full).unwrap_or_default(),
+                rerun: binding.rerun.map(quotes::rerun_text).unwrap_or_default(),
                 rule: binding.rule.clone(),
-                edit,
+                remedy: Remedy::for_quote(quote, binding),
                 diff: None,
             });
         }
@@ -175,20 +212,22 @@ impl VerifyReport {
                 line: pinned.line,
                 col: 1,
                 kind: "output",
+                span: pinned.text_span.clone(),
                 quoted: pinned.text.clone(),
                 rerun: fresh.to_string(),
                 rule: "pinned output".into(),
-                edit: Some(fix::Edit {
-                    span: pinned.text_span.clone(),
-                    text: fresh.to_string(),
-                }),
+                remedy: Remedy::for_output(&pinned.text, pinned.text_span.clone(), fresh),
                 diff: Some(output::diff(&pinned.text, fresh)),
             });
         }
     }
 
+    /// Failures `--fix` leaves in place without an error: the bounds.
     fn unfixable(&self) -> usize {
-        self.failures.iter().filter(|f| f.edit.is_none()).count()
+        self.failures
+            .iter()
+            .filter(|f| matches!(f.remedy, Remedy::Bound))
+            .count()
     }
 
     fn drifted(&self) -> usize {
@@ -228,34 +267,111 @@ impl VerifyReport {
         lines
     }
 
-    fn apply_fixes(&self, series: &Series) -> Result<Vec<String>, Diagnostic> {
-        let mut lines = Vec::new();
+    /// Rewrites every chapter with fixable failures; reports what it did, and as errors what it
+    /// would not do (non-finite reruns, chapters edited during the run), for every chapter.
+    fn apply_fixes(&self, series: &Series, out: &mut Outcome) {
+        for failure in &self.failures {
+            if matches!(failure.remedy, Remedy::NotFinite) {
+                out.diagnostics.push(failure.not_finite());
+            }
+        }
         for chapter in &series.chapters {
             let edits: Vec<fix::Edit> = self
                 .failures
                 .iter()
                 .filter(|f| f.path == chapter.path)
-                .filter_map(|f| f.edit.clone())
+                .filter_map(|f| match &f.remedy {
+                    Remedy::Rewrite(edit) => Some(edit.clone()),
+                    Remedy::Bound | Remedy::NotFinite => None,
+                })
                 .collect();
             if edits.is_empty() {
                 continue;
             }
-            let text = fix::apply(&chapter.source, &edits);
-            fix::write_atomically(&series.root.join(&chapter.path), &text).map_err(|e| {
-                Diagnostic::error(format!("cannot write {}: {e}", chapter.path.display()))
-            })?;
-            lines.push(format!(
-                "fixed {} place(s) in {}",
-                edits.len(),
-                chapter.path.display()
-            ));
+            match rewrite(series, chapter, &edits) {
+                Ok(()) => {
+                    out.wrote_sources = true;
+                    out.report.push(format!(
+                        "fixed {} place(s) in {}",
+                        edits.len(),
+                        chapter.path.display()
+                    ));
+                }
+                Err(d) => out.diagnostics.push(d),
+            }
         }
-        let bounds = self.failures.iter().filter(|f| f.edit.is_none()).count();
+        let bounds = self.unfixable();
         if bounds > 0 {
-            lines.push(format!(
+            out.report.push(format!(
                 "{bounds} bound quote(s) left as they are: bounds are never rewritten"
             ));
         }
-        Ok(lines)
+    }
+}
+
+impl Failure {
+    /// The error `--fix` reports for a rerun it will not write.
+    fn not_finite(&self) -> Diagnostic {
+        let location = Location {
+            span: self.span.clone(),
+            ..Location::at_line(&self.path, self.line, self.col)
+        };
+        let message = match self.kind {
+            "quote" => format!(
+                "the rerun is {}: --fix leaves the quote {} as it is",
+                self.rerun, self.quoted
+            ),
+            _ => "the rerun output prints NaN or inf where the pinned output does not: \
+                  --fix leaves this pinned output as it is"
+                .to_string(),
+        };
+        Diagnostic::error(message).at(location).with_help(
+            "make the experiment produce a finite value, then run `attnbook verify --fix` again",
+        )
+    }
+}
+
+/// Applies `edits` to one chapter, unless its file changed since the run read it.
+fn rewrite(
+    series: &Series,
+    chapter: &content::Chapter,
+    edits: &[fix::Edit],
+) -> Result<(), Diagnostic> {
+    let text = fix::apply(&chapter.source, edits);
+    let path = chapter.path.display();
+    fix::replace_if_unchanged(&series.root.join(&chapter.path), &chapter.source, &text).map_err(
+        |e| match e {
+            fix::WriteError::Changed => Diagnostic::error(format!(
+                "{path} was edited while `verify --fix` ran: it was not rewritten, the edit is kept"
+            ))
+            .with_help("run `attnbook verify --fix` again to check the edited chapter"),
+            fix::WriteError::Io(e) => Diagnostic::error(format!("cannot write {path}: {e}")),
+        },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_output_is_fixed_unless_the_rerun_adds_a_non_finite_number() {
+        let fixable = |pinned: &str, fresh: &str| {
+            matches!(
+                Remedy::for_output(pinned, 0..pinned.len(), fresh),
+                Remedy::Rewrite(_)
+            )
+        };
+        assert!(fixable("loss 0.25", "loss 0.5"));
+        assert!(!fixable("loss 0.25", "loss NaN"));
+        assert!(
+            !fixable("", "scores [0.1, inf]"),
+            "an empty pinned output too"
+        );
+        assert!(
+            fixable("mask [0, -inf] sum 1.0", "mask [0, -inf] sum 2.0"),
+            "a pinned -inf is expected output"
+        );
+        assert!(!fixable("mask [0, -inf]", "mask [-inf, -inf]"));
     }
 }
