@@ -225,6 +225,7 @@ loop {{ std::hint::black_box(0); }}"#
         );
         std::fs::create_dir_all(site.path("public")).unwrap();
         site.write("public/index.html", "earlier site");
+        site.write("public/.attnbook-output", "written by attnbook\n");
         let child = Command::new(env!("CARGO_BIN_EXE_attnbook"))
             .arg("--root")
             .arg(site.root())
