@@ -537,6 +537,29 @@ fn idle_connections_beyond_the_file_limit_do_not_stop_the_server() {
         assert_eq!(server.get(path).status, 200, "{path}");
     }
     assert!(server.generation() >= 1);
+    // Told, but once: not once per retry.
+    let log = server.log();
+    assert_eq!(log.matches("cannot accept connections").count(), 1, "{log}");
+    assert!(log.contains("Too many open files"), "{log}");
+}
+
+#[test]
+fn idle_connections_cannot_hold_the_server_forever() {
+    let site = Site::fixture("serve-plain");
+    let server = Server::start(&site);
+    // More silent clients than the server keeps connections for, and they stay open.
+    let idle = idle_connections(server.port, 200);
+    assert_eq!(
+        idle.len(),
+        200,
+        "the backlog holds what the server has not accepted"
+    );
+    let started = Instant::now();
+    let reply = get(server.port, "/one/")
+        .unwrap_or_else(|e| panic!("no page while clients idle: {e}\n{}", server.log()));
+    assert_eq!(reply.status, 200);
+    assert!(started.elapsed() < PATIENCE);
+    drop(idle);
 }
 
 #[test]

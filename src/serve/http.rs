@@ -6,22 +6,22 @@
 //! `ulimit -n`). Here:
 //!
 //! - at most [`MAX_CONNECTIONS`] connections are open; further ones wait in the kernel's backlog
-//!   until one closes;
+//!   ([`BACKLOG`]) until one closes;
 //! - a connection that sends no request head within [`IDLE_TIMEOUT`] (also between requests of a
 //!   kept-alive connection) is closed, so idle clients cannot hold the slots forever;
-//! - an accept error is logged once per run of errors and retried after [`ACCEPT_RETRY`]: running
-//!   out of file descriptors passes when connections close;
+//! - an accept error is retried after [`ACCEPT_RETRY`] (running out of file descriptors passes
+//!   when connections close) and logged at most once per [`RETELL_AFTER`];
 //! - a panic while answering ends that task only (tokio catches it).
 
 use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::runtime::Runtime;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
@@ -32,10 +32,14 @@ use crate::diagnostic::Diagnostic;
 /// Open connections at most. Browsers open six per host; the rest is room for several tabs
 /// and [`super::MAX_WAITERS`] parked polls, and stays far below a default `ulimit -n` of 1024.
 const MAX_CONNECTIONS: usize = 128;
+/// Connections the kernel queues for us while every slot is taken.
+const BACKLOG: u32 = 1024;
 /// How long a connection may stay silent before its request head is complete.
 const IDLE_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long to wait after an accept error before accepting again.
 const ACCEPT_RETRY: Duration = Duration::from_millis(100);
+/// Accept errors are logged at most once in this long.
+const RETELL_AFTER: Duration = Duration::from_secs(60);
 
 /// The listening socket and the runtime that will serve it.
 pub(super) struct Listener {
@@ -54,10 +58,25 @@ pub(super) fn bind(addr: SocketAddr) -> Result<(Listener, SocketAddr), Diagnosti
         .build()
         .map_err(|e| Diagnostic::error(format!("cannot start the HTTP server: {e}")))?;
     let listener = runtime
-        .block_on(TcpListener::bind(addr))
+        .block_on(async { listen(addr) })
         .map_err(|e| bind_error(addr, &e))?;
     let local = listener.local_addr().map_err(|e| bind_error(addr, &e))?;
     Ok((Listener { runtime, listener }, local))
+}
+
+/// A listening socket whose backlog holds the connections beyond [`MAX_CONNECTIONS`] (the
+/// standard library's 128 would refuse a burst of a few hundred).
+fn listen(addr: SocketAddr) -> io::Result<TcpListener> {
+    let socket = match addr {
+        SocketAddr::V4(_) => TcpSocket::new_v4()?,
+        SocketAddr::V6(_) => TcpSocket::new_v6()?,
+    };
+    // As std and tokio do on Unix: a restarted server can bind again at once. On Windows the
+    // option would let another program take the port over.
+    #[cfg(unix)]
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(BACKLOG)
 }
 
 fn bind_error(addr: SocketAddr, e: &io::Error) -> Diagnostic {
@@ -96,7 +115,7 @@ pub(super) fn spawn(listener: Listener, context: Arc<Context>) -> Result<(), Dia
 /// The accept loop: it never returns and never panics.
 async fn accept(listener: &TcpListener, context: &Arc<Context>) {
     let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
-    let mut failing = false;
+    let mut last_told = None;
     loop {
         // Taking the slot before accepting leaves excess connections in the backlog.
         let Ok(slot) = Arc::clone(&slots).acquire_owned().await else {
@@ -104,23 +123,34 @@ async fn accept(listener: &TcpListener, context: &Arc<Context>) {
         };
         match listener.accept().await {
             Ok((stream, _)) => {
-                failing = false;
                 tokio::spawn(connection(stream, slot, Arc::clone(context)));
             }
             // The client gave up before we got to it: nothing is wrong with the listener.
             Err(e) if is_per_connection(&e) => {}
             Err(e) => {
-                if !failing {
+                if should_tell(&mut last_told, Instant::now()) {
                     eprintln!(
-                        "serve: cannot accept connections ({e}); retrying every {}ms",
-                        ACCEPT_RETRY.as_millis()
+                        "serve: cannot accept connections ({e}); retrying every {}ms, \
+                         quietly for the next {}s",
+                        ACCEPT_RETRY.as_millis(),
+                        RETELL_AFTER.as_secs()
                     );
-                    failing = true;
                 }
                 tokio::time::sleep(ACCEPT_RETRY).await;
             }
         }
     }
+}
+
+/// Whether an accept error seen at `now` is worth a line in the log. Out of file descriptors,
+/// accepting fails, succeeds as one connection closes, and fails again: one line per such
+/// episode, not one per retry.
+fn should_tell(last_told: &mut Option<Instant>, now: Instant) -> bool {
+    let tell = last_told.is_none_or(|then| now.duration_since(then) >= RETELL_AFTER);
+    if tell {
+        *last_told = Some(now);
+    }
+    tell
 }
 
 /// Accept errors that concern one connection only, not the listener or the process.
@@ -164,5 +194,17 @@ mod tests {
         for errno in [libc::EMFILE, libc::ENFILE, libc::ENOBUFS] {
             assert!(!is_per_connection(&io::Error::from_raw_os_error(errno)));
         }
+    }
+
+    #[test]
+    fn accept_errors_are_told_once_a_minute() {
+        let (start, mut last_told) = (Instant::now(), None);
+        assert!(should_tell(&mut last_told, start));
+        for ms in [1, 100, 59_999] {
+            let later = start + Duration::from_millis(ms);
+            assert!(!should_tell(&mut last_told, later), "{ms} ms later");
+        }
+        assert!(should_tell(&mut last_told, start + RETELL_AFTER));
+        assert!(!should_tell(&mut last_told, start + RETELL_AFTER * 3 / 2));
     }
 }
