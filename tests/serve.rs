@@ -35,7 +35,35 @@ struct Reply {
 impl Server {
     /// Starts `attnbook --root SITE serve --port 0` and waits until it is serving.
     fn start(site: &Site) -> Server {
-        let child = Command::new(env!("CARGO_BIN_EXE_attnbook"))
+        Server::spawn(site, &mut Command::new(env!("CARGO_BIN_EXE_attnbook")))
+    }
+
+    /// Like [`Server::start`], with at most `files` open files for the server (soft and hard
+    /// limit), as on a machine with a low `ulimit -n`.
+    #[cfg(unix)]
+    fn start_with_file_limit(site: &Site, files: libc::rlim_t) -> Server {
+        use std::os::unix::process::CommandExt;
+        let mut command = Command::new(env!("CARGO_BIN_EXE_attnbook"));
+        let limit = libc::rlimit {
+            rlim_cur: files,
+            rlim_max: files,
+        };
+        // SAFETY: runs in the forked child before exec; setrlimit is async-signal-safe and
+        // touches no memory of the parent.
+        unsafe {
+            command.pre_exec(move || {
+                if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) == 0 {
+                    Ok(())
+                } else {
+                    Err(std::io::Error::last_os_error())
+                }
+            });
+        }
+        Server::spawn(site, &mut command)
+    }
+
+    fn spawn(site: &Site, command: &mut Command) -> Server {
+        let child = command
             .arg("--root")
             .arg(site.root())
             .args(["serve", "--port", "0"])
@@ -149,8 +177,13 @@ impl Reply {
 
 /// A minimal HTTP/1.0 client: HTTP/1.0 means no chunked bodies and one request per connection.
 fn get(port: u16, path: &str) -> std::io::Result<Reply> {
+    get_within(port, path, PATIENCE)
+}
+
+/// [`get`], giving up when the server is silent for `wait`.
+fn get_within(port: u16, path: &str, wait: Duration) -> std::io::Result<Reply> {
     let mut stream = TcpStream::connect(("127.0.0.1", port))?;
-    stream.set_read_timeout(Some(PATIENCE))?;
+    stream.set_read_timeout(Some(wait))?;
     write!(stream, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")?;
     let mut raw = Vec::new();
     stream.read_to_end(&mut raw)?;
@@ -459,4 +492,121 @@ fn a_site_that_never_built_shows_its_errors_on_every_page() {
     server.wait_for_page("/two/", "the chapter", |body| {
         body.contains("第二篇") && !body.contains("build-error")
     });
+}
+
+/// Opens up to `count` connections that send nothing, stopping at the first that fails.
+fn idle_connections(port: u16, count: usize) -> Vec<TcpStream> {
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    (0..count)
+        .map_while(|_| TcpStream::connect_timeout(&addr, Duration::from_secs(1)).ok())
+        .collect()
+}
+
+/// `GET path` until it answers 200 or `PATIENCE` runs out; the last error or status says why not.
+fn eventually_ok(server: &Server, path: &str) -> Result<Reply, String> {
+    let started = Instant::now();
+    loop {
+        let outcome = get_within(server.port, path, Duration::from_secs(5));
+        match outcome {
+            Ok(reply) if reply.status == 200 => return Ok(reply),
+            _ if started.elapsed() > PATIENCE => {
+                let why =
+                    outcome.map_or_else(|e| e.to_string(), |r| format!("status {}", r.status));
+                return Err(format!("GET {path}: {why}\nserver log:\n{}", server.log()));
+            }
+            _ => std::thread::sleep(Duration::from_millis(200)),
+        }
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn idle_connections_beyond_the_file_limit_do_not_stop_the_server() {
+    let site = Site::fixture("serve-plain");
+    let server = Server::start_with_file_limit(&site, 64);
+    let idle = idle_connections(server.port, 300);
+    // While they are open, the server may be full, but it must not fall over.
+    std::thread::sleep(Duration::from_secs(1));
+    let opened = idle.len();
+    drop(idle);
+    let page = eventually_ok(&server, "/one/")
+        .unwrap_or_else(|e| panic!("after {opened} idle connections: {e}"));
+    assert!(page.body.contains("original prose of chapter one"));
+    // Still listening for the next page and the next poll, not just one lucky request.
+    for path in ["/", "/two/", "/style.css"] {
+        assert_eq!(server.get(path).status, 200, "{path}");
+    }
+    assert!(server.generation() >= 1);
+    // Told, but once: not once per retry.
+    let log = server.log();
+    assert_eq!(log.matches("cannot accept connections").count(), 1, "{log}");
+    assert!(log.contains("Too many open files"), "{log}");
+}
+
+#[test]
+fn idle_connections_cannot_hold_the_server_forever() {
+    let site = Site::fixture("serve-plain");
+    let server = Server::start(&site);
+    // More silent clients than the server keeps connections for, and they stay open.
+    let idle = idle_connections(server.port, 200);
+    assert_eq!(
+        idle.len(),
+        200,
+        "the backlog holds what the server has not accepted"
+    );
+    let started = Instant::now();
+    let reply = get(server.port, "/one/")
+        .unwrap_or_else(|e| panic!("no page while clients idle: {e}\n{}", server.log()));
+    assert_eq!(reply.status, 200);
+    assert!(started.elapsed() < PATIENCE);
+    drop(idle);
+}
+
+#[test]
+fn live_reload_waiters_are_bounded_and_pages_still_load() {
+    let site = Site::fixture("serve-plain");
+    let server = Server::start(&site);
+    let (port, since) = (server.port, server.generation());
+    // Far more open pages than anyone has: each poll waits for the next build, or is told
+    // at once to come back later.
+    let polls: Vec<_> = (0..200)
+        .map(|_| {
+            std::thread::spawn(move || {
+                let started = Instant::now();
+                let reply = get(port, &format!("/__attnbook/events?since={since}"));
+                (reply.map(|r| (r.status, r.body)), started.elapsed())
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_secs(2));
+    for path in ["/", "/one/", "/style.css"] {
+        let reply = get_within(port, path, Duration::from_secs(5))
+            .unwrap_or_else(|e| panic!("{path} while pages wait: {e}\n{}", server.log()));
+        assert_eq!(reply.status, 200, "{path}");
+    }
+    let chapter = site.read("content/01-one.md");
+    site.write("content/01-one.md", &chapter.replace("original", "edited"));
+
+    let (mut woken, mut turned_away) = (0, 0);
+    for poll in polls {
+        let (reply, waited) = poll.join().unwrap();
+        let (status, body) = reply.unwrap_or_else(|e| panic!("a poll got no answer: {e}"));
+        match status {
+            200 => {
+                let json: serde_json::Value = serde_json::from_str(&body).expect("JSON");
+                assert!(json["generation"].as_u64() > Some(since), "{body}");
+                woken += 1;
+            }
+            503 => {
+                assert!(
+                    waited < Duration::from_secs(2),
+                    "turned away late: {waited:?}"
+                );
+                turned_away += 1;
+            }
+            other => panic!("a poll answered {other}: {body}"),
+        }
+    }
+    assert!(woken > 0, "no poll waited for the build");
+    assert!(turned_away >= 100, "{woken} polls parked at once");
 }

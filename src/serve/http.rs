@@ -1,44 +1,99 @@
-//! HTTP: binding the address, the worker threads, and the answer to every request.
+//! HTTP: binding the address, accepting connections, and keeping the listener alive.
+//!
+//! hyper speaks HTTP/1.1 on each connection; this module owns the accept loop, because that loop
+//! is what decides whether the server survives a flood. tiny_http, used before, accepted on a
+//! thread of its own and stopped listening for good at the first accept error (as under a low
+//! `ulimit -n`). Here:
+//!
+//! - at most [`MAX_CONNECTIONS`] connections are open; further ones wait in the kernel's backlog
+//!   ([`BACKLOG`]) until one closes;
+//! - a connection that sends no request head within [`IDLE_TIMEOUT`] (also between requests of a
+//!   kept-alive connection) is closed, so idle clients cannot hold the slots forever;
+//! - an accept error is retried after [`ACCEPT_RETRY`] (running out of file descriptors passes
+//!   when connections close) and logged at most once per [`RETELL_AFTER`];
+//! - a panic while answering ends that task only (tokio catches it).
 
-use std::fs::File;
-use std::net::{SocketAddr, TcpListener};
-use std::path::Path;
+use std::io;
+use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use tiny_http::{Header, Method, Request, Response, ResponseBox, Server};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::net::{TcpListener, TcpSocket, TcpStream};
+use tokio::runtime::Runtime;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use super::files::{Output, Target, content_type};
-use super::live::{Live, Snapshot};
-use super::pages::{body_end, body_start, error_box, insert, plain_page, reload_script};
-use super::{EVENTS, SWAP_GRACE, WORKERS};
+use super::WORKERS;
+use super::answer::Context;
 use crate::diagnostic::Diagnostic;
-use crate::render::html::escape;
 
-/// Binds the address, or says why not and what to do instead.
-pub(super) fn bind(addr: SocketAddr) -> Result<(Server, SocketAddr), Diagnostic> {
-    let listener = TcpListener::bind(addr).map_err(|e| bind_error(addr, &e))?;
-    let local = listener.local_addr().map_err(|e| bind_error(addr, &e))?;
-    let server = Server::from_listener(listener, None)
-        .map_err(|e| Diagnostic::error(format!("cannot serve on {addr}: {e}")))?;
-    Ok((server, local))
+/// Open connections at most. Browsers open six per host; the rest is room for several tabs
+/// and [`super::MAX_WAITERS`] parked polls, and stays far below a default `ulimit -n` of 1024.
+const MAX_CONNECTIONS: usize = 128;
+/// Connections the kernel queues for us while every slot is taken.
+const BACKLOG: u32 = 1024;
+/// How long a connection may stay silent before its request head is complete.
+const IDLE_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long to wait after an accept error before accepting again.
+const ACCEPT_RETRY: Duration = Duration::from_millis(100);
+/// Accept errors are logged at most once in this long.
+const RETELL_AFTER: Duration = Duration::from_secs(60);
+
+/// The listening socket and the runtime that will serve it.
+pub(super) struct Listener {
+    runtime: Runtime,
+    listener: TcpListener,
 }
 
-fn bind_error(addr: SocketAddr, e: &std::io::Error) -> Diagnostic {
+/// Binds the address, or says why not and what to do instead.
+pub(super) fn bind(addr: SocketAddr) -> Result<(Listener, SocketAddr), Diagnostic> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .enable_time()
+        // Files are read on blocking threads; a few suffice for one author's browser.
+        .max_blocking_threads(WORKERS)
+        .thread_name("serve-worker")
+        .build()
+        .map_err(|e| Diagnostic::error(format!("cannot start the HTTP server: {e}")))?;
+    let listener = runtime
+        .block_on(async { listen(addr) })
+        .map_err(|e| bind_error(addr, &e))?;
+    let local = listener.local_addr().map_err(|e| bind_error(addr, &e))?;
+    Ok((Listener { runtime, listener }, local))
+}
+
+/// A listening socket whose backlog holds the connections beyond [`MAX_CONNECTIONS`] (the
+/// standard library's 128 would refuse a burst of a few hundred).
+fn listen(addr: SocketAddr) -> io::Result<TcpListener> {
+    let socket = match addr {
+        SocketAddr::V4(_) => TcpSocket::new_v4()?,
+        SocketAddr::V6(_) => TcpSocket::new_v6()?,
+    };
+    // As std and tokio do on Unix: a restarted server can bind again at once. On Windows the
+    // option would let another program take the port over.
+    #[cfg(unix)]
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(BACKLOG)
+}
+
+fn bind_error(addr: SocketAddr, e: &io::Error) -> Diagnostic {
     let (ip, port) = (addr.ip(), addr.port());
     let other = if port == u16::MAX { 1111 } else { port + 1 };
     match e.kind() {
-        std::io::ErrorKind::AddrInUse => {
+        io::ErrorKind::AddrInUse => {
             Diagnostic::error(format!("port {port} is already in use on {ip}")).with_help(format!(
                 "another program (perhaps another `attnbook serve`) is listening there; \
                  stop it or pick another port, e.g. `attnbook serve --port {other}`"
             ))
         }
-        std::io::ErrorKind::PermissionDenied => {
+        io::ErrorKind::PermissionDenied => {
             Diagnostic::error(format!("not allowed to listen on port {port} of {ip}"))
                 .with_help("ports below 1024 need privileges; use e.g. `--port 1111`")
         }
-        std::io::ErrorKind::AddrNotAvailable => Diagnostic::error(format!(
+        io::ErrorKind::AddrNotAvailable => Diagnostic::error(format!(
             "{ip} is not an address of this machine"
         ))
         .with_help("use `--bind 127.0.0.1` (the default) or one of this machine's addresses"),
@@ -47,140 +102,109 @@ fn bind_error(addr: SocketAddr, e: &std::io::Error) -> Diagnostic {
     }
 }
 
-/// What every worker shares.
-pub(super) struct Context {
-    pub(super) live: Arc<Live>,
-    pub(super) output: Output,
+/// Serves on a thread of its own for as long as the process lives.
+pub(super) fn spawn(listener: Listener, context: Arc<Context>) -> Result<(), Diagnostic> {
+    let Listener { runtime, listener } = listener;
+    std::thread::Builder::new()
+        .name("serve-http".into())
+        .spawn(move || runtime.block_on(accept(&listener, &context)))
+        .map(drop)
+        .map_err(|e| Diagnostic::error(format!("cannot start the HTTP server: {e}")))
 }
 
-pub(super) fn spawn_workers(
-    server: &Arc<Server>,
-    context: &Arc<Context>,
-) -> Result<(), Diagnostic> {
-    for i in 0..WORKERS {
-        let (server, context) = (Arc::clone(server), Arc::clone(context));
-        std::thread::Builder::new()
-            .name(format!("serve-{i}"))
-            .spawn(move || work(&server, &context))
-            .map_err(|e| Diagnostic::error(format!("cannot start the HTTP workers: {e}")))?;
-    }
-    Ok(())
-}
-
-/// A worker's life: answer requests, and every second expire the polls that waited too long.
-fn work(server: &Server, context: &Context) {
+/// The accept loop: it never returns and never panics.
+async fn accept(listener: &TcpListener, context: &Arc<Context>) {
+    let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    let mut last_told = None;
     loop {
-        match server.recv_timeout(Duration::from_secs(1)) {
-            Ok(Some(request)) => {
-                // A bug in one answer must not take a worker down with it.
-                let answer = std::panic::AssertUnwindSafe(|| context.handle(request));
-                let _ = std::panic::catch_unwind(answer);
+        // Taking the slot before accepting leaves excess connections in the backlog.
+        let Ok(slot) = Arc::clone(&slots).acquire_owned().await else {
+            unreachable!("the connection semaphore is never closed")
+        };
+        match listener.accept().await {
+            Ok((stream, _)) => {
+                tokio::spawn(connection(stream, slot, Arc::clone(context)));
             }
-            Ok(None) => {}
-            Err(_) => std::thread::sleep(Duration::from_millis(100)),
+            // The client gave up before we got to it: nothing is wrong with the listener.
+            Err(e) if is_per_connection(&e) => {}
+            Err(e) => {
+                if should_tell(&mut last_told, Instant::now()) {
+                    eprintln!(
+                        "serve: cannot accept connections ({e}); retrying every {}ms, \
+                         quietly for the next {}s",
+                        ACCEPT_RETRY.as_millis(),
+                        RETELL_AFTER.as_secs()
+                    );
+                }
+                tokio::time::sleep(ACCEPT_RETRY).await;
+            }
         }
-        context.live.expire();
     }
 }
 
-impl Context {
-    fn handle(&self, request: Request) {
-        let url = request.url().to_string();
-        let (path, query) = url.split_once('?').unwrap_or((&url, ""));
-        if path == EVENTS {
-            let since = query
-                .split('&')
-                .find_map(|pair| pair.strip_prefix("since="))
-                .and_then(|n| n.parse().ok());
-            return self.live.poll(request, since);
-        }
-        let response = match request.method() {
-            Method::Get | Method::Head => self.answer(path, query),
-            _ => text(405, "method not allowed"),
-        };
-        // A client that went away is its own business.
-        let _ = request.respond(response);
+/// Whether an accept error seen at `now` is worth a line in the log. Out of file descriptors,
+/// accepting fails, succeeds as one connection closes, and fails again: one line per such
+/// episode, not one per retry.
+fn should_tell(last_told: &mut Option<Instant>, now: Instant) -> bool {
+    let tell = last_told.is_none_or(|then| now.duration_since(then) >= RETELL_AFTER);
+    if tell {
+        *last_told = Some(now);
     }
-
-    fn answer(&self, path: &str, query: &str) -> ResponseBox {
-        let snapshot = self.live.snapshot();
-        let mut target = self.output.resolve(path, query);
-        if target == Target::NotFound && self.live.building() {
-            std::thread::sleep(SWAP_GRACE);
-            target = self.output.resolve(path, query);
-        }
-        match target {
-            Target::File(file) => self.file(&file, path, &snapshot),
-            Target::Redirect(location) => Response::empty(302)
-                .with_header(header("Location", &location))
-                .boxed(),
-            Target::NotFound => self.not_found(path, &snapshot),
-            Target::Forbidden => text(403, "forbidden: outside the site"),
-            Target::BadRequest => text(400, "bad request"),
-        }
-    }
-
-    fn file(&self, file: &Path, path: &str, snapshot: &Snapshot) -> ResponseBox {
-        let kind = content_type(file);
-        if kind.starts_with("text/html") {
-            return match std::fs::read_to_string(file) {
-                Ok(html) => page(&html, 200, snapshot),
-                Err(_) => self.not_found(path, snapshot),
-            };
-        }
-        match File::open(file) {
-            Ok(f) => Response::from_file(f)
-                .with_header(header("Content-Type", &kind))
-                .with_header(header("Cache-Control", "no-cache"))
-                .boxed(),
-            // Gone between lookup and open: a rebuild swapped the output.
-            Err(_) => self.not_found(path, snapshot),
-        }
-    }
-
-    /// The site's own `404.html` if it has one, else a plain page; both reload on rebuilds.
-    fn not_found(&self, path: &str, snapshot: &Snapshot) -> ResponseBox {
-        let custom = match self.output.resolve("/404.html", "") {
-            Target::File(file) => std::fs::read_to_string(file).ok(),
-            _ => None,
-        };
-        let html = custom.unwrap_or_else(|| match snapshot.failure {
-            // Before any page exists, the error box is the whole page: no 404 text to confuse.
-            Some(_) => plain_page("Build failed", ""),
-            None => plain_page(
-                "404 Not Found",
-                &format!(
-                    "<h1>404 Not Found</h1><p>Nothing at <code>{}</code>.</p><p><a href=\"/\">Home</a></p>",
-                    escape(path)
-                ),
-            ),
-        });
-        page(&html, 404, snapshot)
-    }
+    tell
 }
 
-/// An HTML page as served: with the reload script, and the build's errors on top while the
-/// latest build is broken (styled by the site's `div.build-error` rule).
-fn page(html: &str, status: u16, snapshot: &Snapshot) -> ResponseBox {
-    let mut body = insert(html, body_end(html), &reload_script(snapshot.generation));
-    if let Some(diagnostics) = &snapshot.failure {
-        body = insert(&body, body_start(&body), &error_box(diagnostics));
+/// Accept errors that concern one connection only, not the listener or the process.
+fn is_per_connection(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::ConnectionAborted
+            | io::ErrorKind::ConnectionReset
+            | io::ErrorKind::Interrupted
+    )
+}
+
+/// One connection, holding its slot until it closes.
+async fn connection(stream: TcpStream, _slot: OwnedSemaphorePermit, context: Arc<Context>) {
+    let service = service_fn(move |request| {
+        let context = Arc::clone(&context);
+        async move { Ok::<_, std::convert::Infallible>(context.handle(request).await) }
+    });
+    let served = http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(IDLE_TIMEOUT)
+        .serve_connection(TokioIo::new(stream), service)
+        .await;
+    // A client that went away, timed out or spoke nonsense is its own business.
+    drop(served);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_errors_of_one_client_are_retried_at_once() {
+        for kind in [
+            io::ErrorKind::ConnectionAborted,
+            io::ErrorKind::ConnectionReset,
+        ] {
+            assert!(is_per_connection(&io::Error::from(kind)), "{kind:?}");
+        }
+        // EMFILE and ENFILE: the process or the system is out of file descriptors.
+        for errno in [libc::EMFILE, libc::ENFILE, libc::ENOBUFS] {
+            assert!(!is_per_connection(&io::Error::from_raw_os_error(errno)));
+        }
     }
-    Response::from_string(body)
-        .with_status_code(status)
-        .with_header(header("Content-Type", "text/html; charset=utf-8"))
-        .with_header(header("Cache-Control", "no-store"))
-        .boxed()
-}
 
-fn text(status: u16, message: &str) -> ResponseBox {
-    Response::from_string(format!("{message}\n"))
-        .with_status_code(status)
-        .with_header(header("Content-Type", "text/plain; charset=utf-8"))
-        .boxed()
-}
-
-pub(super) fn header(name: &str, value: &str) -> Header {
-    Header::from_bytes(name.as_bytes(), value.as_bytes())
-        .unwrap_or_else(|()| unreachable!("header {name}: {value} is not valid ASCII"))
+    #[test]
+    fn accept_errors_are_told_once_a_minute() {
+        let (start, mut last_told) = (Instant::now(), None);
+        assert!(should_tell(&mut last_told, start));
+        for ms in [1, 100, 59_999] {
+            let later = start + Duration::from_millis(ms);
+            assert!(!should_tell(&mut last_told, later), "{ms} ms later");
+        }
+        assert!(should_tell(&mut last_told, start + RETELL_AFTER));
+        assert!(!should_tell(&mut last_told, start + RETELL_AFTER * 3 / 2));
+    }
 }

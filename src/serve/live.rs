@@ -1,117 +1,87 @@
 //! Live state: the build generation, the latest failure, and the polls waiting for a change.
 
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::Instant;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
-use tiny_http::{Request, Response};
+use tokio::sync::{Semaphore, watch};
 
-use super::POLL_TIMEOUT;
-use super::http::header;
+use super::{MAX_WAITERS, POLL_TIMEOUT};
 
 /// What open pages need to know: which build they show, whether it failed, who is waiting.
-#[derive(Default)]
 pub(super) struct Live {
-    state: Mutex<LiveState>,
-}
-
-#[derive(Default)]
-struct LiveState {
-    /// Bumped after every build, failed or not; 0 until the first build ends.
-    generation: u64,
+    /// The latest build as pages see it; every poll holds a receiver and wakes when it moves.
+    published: watch::Sender<Snapshot>,
     /// A build is running (and may be swapping the output directory).
-    building: bool,
-    /// The rendered diagnostics of the latest build, if it failed.
-    failure: Option<Arc<str>>,
-    /// Polls parked until the next generation, with their deadlines. Parking the request
-    /// rather than a thread keeps every worker free for pages.
-    waiters: Vec<(Request, Instant)>,
+    building: AtomicBool,
+    /// One permit per poll allowed to wait: every waiting page holds a connection, and those
+    /// must stay free for pages.
+    waiting: Semaphore,
 }
 
 /// The live state as one response sees it.
+#[derive(Clone, Default)]
 pub(super) struct Snapshot {
+    /// Bumped after every build, failed or not; 0 until the first build ends.
     pub(super) generation: u64,
+    /// The rendered diagnostics of the latest build, if it failed.
     pub(super) failure: Option<Arc<str>>,
 }
 
-impl Live {
-    fn lock(&self) -> MutexGuard<'_, LiveState> {
-        // A panic elsewhere cannot leave the state half-updated: every update is one assignment.
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
-    }
+/// How a poll ends.
+pub(super) enum Poll {
+    /// The page should compare this with the build it shows.
+    Answer(Snapshot),
+    /// Too many pages wait already; this one should ask again later.
+    TurnedAway,
+}
 
+impl Default for Live {
+    fn default() -> Self {
+        Live {
+            published: watch::Sender::new(Snapshot::default()),
+            building: AtomicBool::new(false),
+            waiting: Semaphore::new(MAX_WAITERS),
+        }
+    }
+}
+
+impl Live {
     pub(super) fn snapshot(&self) -> Snapshot {
-        self.lock().snapshot()
+        self.published.borrow().clone()
     }
 
     pub(super) fn begin_build(&self) {
-        self.lock().building = true;
+        self.building.store(true, Ordering::SeqCst);
     }
 
     pub(super) fn building(&self) -> bool {
-        self.lock().building
+        self.building.load(Ordering::SeqCst)
     }
 
     /// Records the end of a build and wakes every waiting page.
     pub(super) fn publish(&self, failure: Option<String>) {
-        let (waiters, now) = {
-            let mut state = self.lock();
-            state.building = false;
-            state.generation += 1;
-            state.failure = failure.map(Arc::from);
-            (std::mem::take(&mut state.waiters), state.snapshot())
-        };
-        for (request, _) in waiters {
-            answer_poll(request, &now);
-        }
+        self.published.send_modify(|latest| {
+            latest.generation += 1;
+            latest.failure = failure.map(Arc::from);
+        });
+        self.building.store(false, Ordering::SeqCst);
     }
 
-    /// Answers a poll now if the page is out of date, or parks it until it is.
-    pub(super) fn poll(&self, request: Request, since: Option<u64>) {
-        let mut state = self.lock();
-        if since == Some(state.generation) {
-            state.waiters.push((request, Instant::now() + POLL_TIMEOUT));
-            return;
+    /// Answers at once if the page is out of date (`since` is not the current generation),
+    /// else when the next build ends or [`POLL_TIMEOUT`] passes, whichever is first (proxies and
+    /// browsers drop silent requests). Past [`MAX_WAITERS`] waiting polls, the page is turned
+    /// away instead of holding one more connection.
+    pub(super) async fn poll(&self, since: Option<u64>) -> Poll {
+        // Subscribing before looking means a build that ends in between still wakes this poll.
+        let mut changes = self.published.subscribe();
+        if since == Some(changes.borrow_and_update().generation) {
+            let Ok(_permit) = self.waiting.try_acquire() else {
+                return Poll::TurnedAway;
+            };
+            let moved = changes.wait_for(|latest| Some(latest.generation) != since);
+            // Timing out is the normal "no change"; the sender lives as long as `self`.
+            let _ = tokio::time::timeout(POLL_TIMEOUT, moved).await;
         }
-        let now = state.snapshot();
-        drop(state);
-        answer_poll(request, &now);
+        Poll::Answer(self.snapshot())
     }
-
-    /// Answers the polls that waited long enough (proxies and browsers drop silent requests).
-    pub(super) fn expire(&self) {
-        let now = Instant::now();
-        let (expired, snapshot) = {
-            let mut state = self.lock();
-            let (expired, waiting) = std::mem::take(&mut state.waiters)
-                .into_iter()
-                .partition(|(_, deadline)| *deadline <= now);
-            state.waiters = waiting;
-            (expired, state.snapshot())
-        };
-        for (request, _) in expired {
-            answer_poll(request, &snapshot);
-        }
-    }
-}
-
-impl LiveState {
-    fn snapshot(&self) -> Snapshot {
-        Snapshot {
-            generation: self.generation,
-            failure: self.failure.clone(),
-        }
-    }
-}
-
-fn answer_poll(request: Request, snapshot: &Snapshot) {
-    let body = format!(
-        "{{\"generation\":{},\"ok\":{}}}",
-        snapshot.generation,
-        snapshot.failure.is_none()
-    );
-    let response = Response::from_string(body)
-        .with_header(header("Content-Type", "application/json"))
-        .with_header(header("Cache-Control", "no-store"));
-    // A page that was closed while it waited is not an error.
-    let _ = request.respond(response);
 }

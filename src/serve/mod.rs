@@ -8,8 +8,10 @@
 //! 2. the **watcher** (notify, debounced) queues changes to `site.toml`, `content/`,
 //!    `templates/`, `static/` and the workspace's `crates/`; a save during a build queues the
 //!    next build, so no edit is lost;
-//! 3. the **HTTP workers** (tiny_http) serve the output directory and never a byte outside it;
-//!    every HTML page gets a small script that long-polls `/__attnbook/events`;
+//! 3. the **HTTP server** (hyper on a one-thread tokio runtime, files read on a few blocking
+//!    threads) serves the output directory and never a byte outside it; every HTML page gets a
+//!    small script that long-polls `/__attnbook/events`; connections and waiting polls are
+//!    bounded, and no client can stop it listening (`http.rs` says how);
 //! 4. the **live state** holds the build generation and the latest failure: a poll returns when
 //!    the generation moves, and while the latest build is broken every HTML page is replaced by
 //!    its diagnostics, so the author never reads a stale page without knowing.
@@ -28,6 +30,7 @@ use crate::cli::ServePlan;
 use crate::diagnostic::Diagnostic;
 use crate::site::Outcome;
 
+mod answer;
 mod build;
 mod files;
 mod http;
@@ -35,16 +38,21 @@ mod live;
 mod pages;
 mod watch;
 
+use answer::Context;
 use build::rebuild;
 use files::Output;
-use http::{Context, bind, spawn_workers};
+use http::bind;
 use live::Live;
 use watch::Watch;
+
 /// The live-reload endpoint; `?since=N` waits until the build generation is no longer `N`.
 const EVENTS: &str = "/__attnbook/events";
 /// How long a poll waits before answering "no change" (the page then polls again).
 const POLL_TIMEOUT: Duration = Duration::from_secs(25);
-/// Threads answering requests: enough that a burst (or a few parked polls) starves nobody.
+/// Polls allowed to wait at once; more pages are told to come back later (HTTP 503), so that
+/// waiting pages never take every connection.
+const MAX_WAITERS: usize = 64;
+/// Threads reading files for answers: enough that a burst starves nobody.
 const WORKERS: usize = 4;
 /// Editors write a file in several steps; one build per save is enough.
 const DEBOUNCE: Duration = Duration::from_millis(25);
@@ -74,7 +82,7 @@ fn serve(plan: &ServePlan) -> Result<Infallible, Diagnostic> {
     let build = &plan.build;
     crate::site::check_output_dir(&build.root, &build.out, build.force)?;
     // Bind and watch before the first build: a taken port should fail at once, not after it.
-    let (server, addr) = bind(plan.addr)?;
+    let (listener, addr) = bind(plan.addr)?;
     let mut watch = Watch::start(&plan.build)?;
     let live = Arc::new(Live::default());
     let context = Arc::new(Context {
@@ -83,7 +91,7 @@ fn serve(plan: &ServePlan) -> Result<Infallible, Diagnostic> {
             dir: plan.build.out.clone(),
         },
     });
-    spawn_workers(&Arc::new(server), &context)?;
+    http::spawn(listener, context)?;
     rebuild(&plan.build, &live, "built");
     println!("serving {}", url_of(addr));
     loop {
