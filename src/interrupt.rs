@@ -10,10 +10,13 @@
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 static STAGING: Mutex<BTreeSet<PathBuf>> = Mutex::new(BTreeSet::new());
 static GROUPS: Mutex<BTreeSet<u32>> = Mutex::new(BTreeSet::new());
 static CRITICAL: Mutex<()> = Mutex::new(());
+/// Set by the handler first thing: the process is about to exit with 130.
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
 /// Runs `f` with interrupts deferred until it returns.
 pub fn critical<T>(f: impl FnOnce() -> T) -> T {
@@ -24,6 +27,7 @@ pub fn critical<T>(f: impl FnOnce() -> T) -> T {
 /// Installs the handler (once, from `main`).
 pub fn install() {
     let _ = ctrlc::set_handler(|| {
+        INTERRUPTED.store(true, Ordering::SeqCst);
         let _critical = CRITICAL.lock();
         if let Ok(groups) = GROUPS.lock() {
             for &group in groups.iter() {
@@ -50,6 +54,15 @@ pub struct Registered {
 enum Entry {
     Dir(PathBuf),
     Group(u32),
+}
+
+/// Called at the one exit point: once an interrupt is being handled, the handler exits the
+/// process (status 130) after cleaning up, so the command must not finish first with the
+/// errors the interrupt caused (killed experiments) and another status.
+pub fn wait_if_interrupted() {
+    while INTERRUPTED.load(Ordering::SeqCst) {
+        std::thread::park_timeout(std::time::Duration::from_millis(100));
+    }
 }
 
 /// Registers a staging directory to delete on interrupt.

@@ -23,6 +23,7 @@ fn main() -> ExitCode {
 }
 
 fn report(outcome: &Outcome) -> ExitCode {
+    attnbook::interrupt::wait_if_interrupted();
     let sorted = outcome.diagnostics.sorted();
     let sources = |path: &std::path::Path| match &outcome.series {
         Some(series) => series.source_of(path),

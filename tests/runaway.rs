@@ -240,7 +240,13 @@ loop {{ std::hint::black_box(0); }}"#
             libc::kill(child.id() as libc::pid_t, signal);
         }
         let output = child.wait_with_output().unwrap();
-        assert_eq!(output.status.code(), Some(130), "SIG{name}");
+        assert_eq!(
+            output.status.code(),
+            Some(130),
+            "SIG{name}: {:?} {}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr)
+        );
         assert_eq!(site.read("public/index.html"), "earlier site", "SIG{name}");
         assert_no_process_with(needle);
         // The experiment process itself: its arguments name the site's results file.
@@ -303,4 +309,26 @@ lab.table("u", ["b"], [[2]]);
         "{}",
         run.stdout
     );
+}
+
+#[test]
+fn two_sites_with_the_same_chapter_slug_build_at_once_each_with_its_own_experiments() {
+    // Both sites' experiment binaries land in the one shared target directory.
+    let sites: Vec<Site> = ["1.5", "2.5"]
+        .into_iter()
+        .map(|x| {
+            site_with_chapter(&format!(
+                "```rust,experiment\nstd::thread::sleep(std::time::Duration::from_millis(500));\nprintln!(\"site value {x}\");\nlab.value(\"x\", {x});\n```\n\n[0.0]{{=x ±9}}\n"
+            ))
+        })
+        .collect();
+    let runs: Vec<Run> = std::thread::scope(|scope| {
+        let handles: Vec<_> = sites.iter().map(|s| scope.spawn(|| build(s))).collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for ((site, run), x) in sites.iter().zip(&runs).zip(["1.5", "2.5"]) {
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        let page = site.read("public/a/index.html");
+        assert!(page.contains(&format!("site value {x}")), "{page}");
+    }
 }

@@ -71,7 +71,7 @@ pub fn generate(package: &str, lab_path: &Path, chapters: &[ChapterBlocks<'_>]) 
     let mut map = SourceMap::default();
     let mut bins = Vec::new();
     for chapter in chapters {
-        let bin = bin_name(chapter.slug);
+        let bin = bin_name(package, chapter.slug);
         let file = format!("src/bin/{bin}.rs");
         let (text, lines) = chapter_binary(chapter);
         map.files.insert(file.clone(), lines);
@@ -91,9 +91,11 @@ fn manifest(package: &str, lab_path: &Path) -> String {
     )
 }
 
-/// A binary name that depends on the slug alone, so a chapter keeps its binary (and cargo its
-/// incremental state) whatever else changes; the hash keeps `a-b` and `a_b` apart.
-pub(super) fn bin_name(slug: &str) -> String {
+/// A binary name that depends on the site's package and the slug alone, so a chapter keeps its
+/// binary (and cargo its incremental state) whatever else changes. The package keeps sites that
+/// share a target directory apart (`target/release/NAME` is one file for all of them); the
+/// hash keeps `a-b` and `a_b` apart.
+pub(super) fn bin_name(package: &str, slug: &str) -> String {
     let clean: String = slug
         .chars()
         .map(|c| {
@@ -106,7 +108,7 @@ pub(super) fn bin_name(slug: &str) -> String {
         .take(40)
         .collect();
     let hash = blake3::hash(slug.as_bytes()).to_hex();
-    format!("ch_{clean}_{}", &hash[..8])
+    format!("{package}-{clean}-{}", &hash[..8])
 }
 
 fn chapter_binary(chapter: &ChapterBlocks<'_>) -> (String, Vec<Option<Origin>>) {
@@ -197,7 +199,7 @@ mod tests {
                 blocks: &blocks,
             }],
         );
-        let bin = bin_name("why");
+        let bin = bin_name("demo", "why");
         let file = format!("src/bin/{bin}.rs");
         assert_eq!(krate.bins, [bin.clone()]);
         let (_, module) = krate
@@ -220,11 +222,17 @@ mod tests {
 
     #[test]
     fn binary_names_are_stable_distinct_and_valid() {
-        assert_eq!(bin_name("01-why"), bin_name("01-why"));
-        assert_ne!(bin_name("a-b"), bin_name("a_b"));
-        let name = bin_name("Überblick: 注意力");
+        assert_eq!(bin_name("p", "01-why"), bin_name("p", "01-why"));
+        assert_ne!(bin_name("p", "a-b"), bin_name("p", "a_b"));
+        assert_ne!(
+            bin_name("p", "a"),
+            bin_name("q", "a"),
+            "sites share a target directory"
+        );
+        let name = bin_name("attnbook-lab-0123456789", "Überblick: 注意力");
         assert!(
-            name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'),
+            name.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-'),
             "{name}"
         );
     }
