@@ -77,7 +77,7 @@ pub struct BuildArgs {
     #[arg(long, default_value = "public")]
     pub out: PathBuf,
     /// Override `base_url` from site.toml (e.g. the GitHub Pages URL).
-    #[arg(long)]
+    #[arg(long, value_parser = parse_base_url)]
     pub base_url: Option<String>,
     /// Build chapters marked `draft = true` too.
     #[arg(long)]
@@ -128,6 +128,14 @@ pub enum Format {
     Text,
     /// JSON for CI tools.
     Json,
+}
+
+/// `--base-url` is checked like `base_url` in site.toml, before anything is built: clap names
+/// the flag in the message and exits with status 2.
+fn parse_base_url(url: &str) -> Result<String, String> {
+    crate::config::check_base_url(url)
+        .map(|()| url.to_string())
+        .map_err(|bad| format!("the URL {}; {}", bad.problem, bad.help))
 }
 
 impl LabArgs {
@@ -248,5 +256,24 @@ mod tests {
         assert!(plan.strict && !plan.drafts);
         assert_eq!(plan.lab.jobs, 3);
         assert_eq!(plan.out, PathBuf::from("site/o"));
+    }
+
+    #[test]
+    fn a_bad_base_url_flag_is_a_usage_error_naming_the_flag() {
+        for url in [
+            "user.github.io/repo/",
+            "https://a.b/repo/?q=1#top",
+            "https:///x",
+        ] {
+            let error = Cli::try_parse_from(["attnbook", "build", "--base-url", url]).unwrap_err();
+            assert_eq!(error.exit_code(), 2, "{url}");
+            let message = error.to_string();
+            assert!(message.contains("--base-url"), "{message}");
+        }
+        let cli = Cli::parse_from(["attnbook", "build", "--base-url", "https://a.b/repo/"]);
+        let Plan::Build(plan) = cli.into_plan() else {
+            panic!("not a build")
+        };
+        assert_eq!(plan.base_url.as_deref(), Some("https://a.b/repo/"));
     }
 }
