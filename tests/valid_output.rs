@@ -92,6 +92,13 @@ fn forbidden_characters_are_warned_at_their_lines_and_never_reach_the_output() {
 }
 
 #[test]
+fn a_pinned_output_matches_what_the_page_shows_without_escape_sequences() {
+    let site = Site::fixture("control-chars");
+    let run = site.run(&["verify"]);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+}
+
+#[test]
 fn tags_whose_names_share_a_slug_each_keep_a_page() {
     let site = Site::fixture("tag-slugs");
     let run = site.run(&["build"]);
