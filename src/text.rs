@@ -35,9 +35,24 @@ fn replacement(c: char) -> char {
     }
 }
 
+/// True if UTF-8 `bytes` hold a forbidden character. A byte loop, not a `char` one: every page of
+/// every build goes through it, and decoding CJK text to `char`s would cost several times more.
+fn has_forbidden(bytes: &[u8]) -> bool {
+    bytes.iter().enumerate().any(|(i, &b)| match b {
+        b'\t' | b'\n' | b'\r' => false,
+        0..=0x1F | 0x7F => true,
+        // U+0080..U+009F is C2 80..C2 9F; U+FFFE and U+FFFF are EF BF BE and EF BF BF.
+        0xC2 => bytes.get(i + 1).is_some_and(|n| (0x80..=0x9F).contains(n)),
+        0xEF => bytes
+            .get(i + 1..i + 3)
+            .is_some_and(|n| n[0] == 0xBF && n[1] >= 0xBE),
+        _ => false,
+    })
+}
+
 /// `text` with every forbidden character replaced; borrowed when there is none (the usual case).
 pub fn sanitize(text: &str) -> Cow<'_, str> {
-    if !text.chars().any(is_forbidden) {
+    if !has_forbidden(text.as_bytes()) {
         return Cow::Borrowed(text);
     }
     Cow::Owned(
@@ -49,6 +64,9 @@ pub fn sanitize(text: &str) -> Cow<'_, str> {
 
 /// [`sanitize`] on the bytes of an output file; bytes that are not UTF-8 text are left alone.
 pub fn sanitize_bytes(bytes: &mut Vec<u8>) {
+    if !has_forbidden(bytes) {
+        return;
+    }
     let Ok(text) = std::str::from_utf8(bytes) else {
         return;
     };
@@ -63,7 +81,7 @@ pub fn sanitize_bytes(bytes: &mut Vec<u8>) {
 /// vte (alacritty's parser) knows every form a sequence can take (CSI, OSC, DCS, two-byte
 /// escapes), which a hand-written `ESC [ ... m` matcher would not.
 pub fn strip_ansi(text: &str) -> Cow<'_, str> {
-    if !text.chars().any(is_forbidden) {
+    if !has_forbidden(text.as_bytes()) {
         return Cow::Borrowed(text);
     }
     let mut printer = Printer(String::with_capacity(text.len()));
@@ -88,7 +106,10 @@ impl vte::Perform for Printer {
 
 /// One warning per run of forbidden characters in `source[range]`, at its `path:line:col`.
 pub fn check_source(path: &Path, source: &str, range: Range<usize>) -> Vec<Diagnostic> {
-    let Some(text) = source.get(range.clone()) else {
+    let Some(text) = source
+        .get(range.clone())
+        .filter(|t| has_forbidden(t.as_bytes()))
+    else {
         return Vec::new();
     };
     let mut warnings = Vec::new();
@@ -167,6 +188,12 @@ mod tests {
             .chain([0xFFFD, 0xFFFE, 0xFFFF, 0x1F600])
             .filter_map(char::from_u32)
             .collect();
+        assert!(has_forbidden(all.as_bytes()));
+        for c in (0u32..0x11_0000).filter_map(char::from_u32) {
+            let mut buf = [0; 4];
+            let encoded = c.encode_utf8(&mut buf).as_bytes();
+            assert_eq!(has_forbidden(encoded), is_forbidden(c), "{c:?}");
+        }
         let clean = sanitize(&all);
         assert!(!clean.chars().any(is_forbidden));
         for kept in ['\t', '\n', '\r', ' ', 'a', '\u{A0}', 'é', '\u{FFFD}', '😀'] {

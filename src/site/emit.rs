@@ -68,9 +68,9 @@ pub(super) fn render_site(
     }
     // Whatever reached a page (a front matter value, experiment output, a site template), the
     // page stays well-formed XML and HTML; the sources were warned about at their lines.
-    for (_, bytes) in &mut files {
-        crate::text::sanitize_bytes(bytes);
-    }
+    files
+        .par_iter_mut()
+        .for_each(|(_, bytes)| crate::text::sanitize_bytes(bytes));
     timings.lap("pages");
     files.push((PathBuf::from(".nojekyll"), Vec::new()));
     let robots = format!(
