@@ -74,8 +74,11 @@ impl Terms {
     ) -> Terms {
         let mut by_key: BTreeMap<String, Term> = BTreeMap::new();
         for chapter in chapters {
+            // Located in the front matter alone (it starts the file, so lines are the same):
+            // a line index of the whole chapter, per chapter and kind, would cost more.
             let front = &chapter.source[..chapter.body_offset];
-            let at = chapter.location(value_span(front, key).unwrap_or(0..0));
+            let span = value_span(front, key).unwrap_or(0..0);
+            let at = Location::in_source(&chapter.path, front, span);
             for name in names(chapter) {
                 match by_key.get(&term_key(name)) {
                     Some(term) if term.name != name => {
