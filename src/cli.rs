@@ -89,7 +89,7 @@ pub struct BuildArgs {
     #[arg(long)]
     pub force: bool,
     /// Override `base_url` from site.toml (e.g. the GitHub Pages URL).
-    #[arg(long)]
+    #[arg(long, value_parser = parse_base_url)]
     pub base_url: Option<String>,
     /// Build chapters marked `draft = true` too.
     #[arg(long)]
@@ -140,6 +140,14 @@ pub enum Format {
     Text,
     /// JSON for CI tools.
     Json,
+}
+
+/// `--base-url` is checked like `base_url` in site.toml, before anything is built: clap names
+/// the flag in the message and exits with status 2.
+fn parse_base_url(url: &str) -> Result<String, String> {
+    crate::config::check_base_url(url)
+        .map(|()| url.to_string())
+        .map_err(|bad| format!("the URL {}; {}", bad.problem, bad.help))
 }
 
 impl LabArgs {
@@ -271,5 +279,24 @@ mod tests {
         assert!(matches!(build, Plan::Build(plan) if plan.force));
         let serve = Cli::parse_from(["attnbook", "serve", "--force"]).into_plan();
         assert!(matches!(serve, Plan::Serve(plan) if plan.build.force));
+    }
+
+    #[test]
+    fn a_bad_base_url_flag_is_a_usage_error_naming_the_flag() {
+        for url in [
+            "user.github.io/repo/",
+            "https://a.b/repo/?q=1#top",
+            "https:///x",
+        ] {
+            let error = Cli::try_parse_from(["attnbook", "build", "--base-url", url]).unwrap_err();
+            assert_eq!(error.exit_code(), 2, "{url}");
+            let message = error.to_string();
+            assert!(message.contains("--base-url"), "{message}");
+        }
+        let cli = Cli::parse_from(["attnbook", "build", "--base-url", "https://a.b/repo/"]);
+        let Plan::Build(plan) = cli.into_plan() else {
+            panic!("not a build")
+        };
+        assert_eq!(plan.base_url.as_deref(), Some("https://a.b/repo/"));
     }
 }

@@ -47,6 +47,9 @@ pub struct Config {
     /// Build-time syntax highlighting of code blocks.
     #[serde(default)]
     pub highlight: Switch,
+    /// Problems that do not stop the build (characters XML forbids in a value), at their keys.
+    #[serde(skip)]
+    pub warnings: Vec<Diagnostic>,
 }
 
 /// `[search]`, `[highlight]`: a feature that is on unless `enabled = false`.
@@ -100,25 +103,45 @@ fn default_language() -> String {
 impl Config {
     /// Parses `site.toml` text; `path` is used for diagnostics only.
     pub fn parse(path: &Path, text: &str) -> Result<Config, Vec<Diagnostic>> {
-        let config: Config = parse_toml(path, text)?;
+        let mut config: Config = parse_toml(path, text)?;
         config.validate(path, text).map_err(|d| vec![d])?;
+        config.warnings = config.forbidden_characters(path, text);
         Ok(config)
     }
 
     fn validate(&self, path: &Path, text: &str) -> Result<(), Diagnostic> {
-        let ok = self.base_url.starts_with("http://")
-            || self.base_url.starts_with("https://")
-            || self.base_url.starts_with('/');
-        if ok {
+        let Err(bad) = check_base_url(&self.base_url) else {
             return Ok(());
-        }
-        let at = text.find("base_url").unwrap_or(0);
+        };
+        let at = value_span(text, "base_url").unwrap_or(0..0);
         Err(Diagnostic::error(format!(
-            "`base_url` must be an absolute URL, got `{}`",
-            self.base_url
+            "`base_url` {}, got `{}`",
+            bad.problem, self.base_url
         ))
-        .at(Location::in_source(path, text, at..at + "base_url".len()))
-        .with_help("write e.g. `base_url = \"https://user.github.io/repo/\"` or `\"/\"`"))
+        .at(Location::in_source(path, text, at))
+        .with_help(bad.help))
+    }
+
+    /// A TOML escape (`\u000c`) puts in a string what the file itself may not hold: every text
+    /// value that reaches a page is checked after unescaping, and reported at its key.
+    fn forbidden_characters(&self, path: &Path, text: &str) -> Vec<Diagnostic> {
+        let values = [
+            ("title", &self.title),
+            ("language", &self.language),
+            ("description", &self.description),
+            ("author", &self.author),
+            ("intro", &self.intro),
+        ]
+        .into_iter()
+        .chain(self.katex.macros.values().map(|v| ("macros", v)));
+        values
+            .filter_map(|(key, value)| {
+                let at = value_span(text, key)
+                    .or_else(|| text.find(key).map(|i| i..i + key.len()))
+                    .unwrap_or(0..0);
+                crate::text::check_value(path, text, at, key, value)
+            })
+            .collect()
     }
 
     /// The path part of `base_url`, always starting and ending with `/` (`/repo/`).
@@ -140,6 +163,83 @@ impl Config {
     pub fn base_url_slash(&self) -> String {
         format!("{}/", self.base_url.trim_end_matches('/'))
     }
+}
+
+/// What is wrong with a `base_url`, and how to write it instead.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BadBaseUrl {
+    /// What is wrong, e.g. `has a query or fragment`.
+    pub problem: String,
+    /// The fix.
+    pub help: String,
+}
+
+/// Checks a `base_url`, from site.toml or from `--base-url`: an `http://` or `https://` URL
+/// with a host, or a path starting with `/`. Every page and asset URL is this string with a path
+/// appended, so a query or fragment, a missing scheme (the URL would be read as a relative
+/// path) or a space breaks all of them.
+pub fn check_base_url(url: &str) -> Result<(), BadBaseUrl> {
+    let bad = |problem: &str, help: String| {
+        Err(BadBaseUrl {
+            problem: problem.to_string(),
+            help,
+        })
+    };
+    let example =
+        "write e.g. `https://user.github.io/repo/`, or `/` for a site at the root of its host";
+    if url.is_empty() {
+        return bad("is empty", example.to_string());
+    }
+    if url.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return bad(
+            "contains a space or a control character",
+            "percent-encode it (`%20`) or remove it".to_string(),
+        );
+    }
+    if url.contains(['?', '#']) {
+        let kept = url.split(['?', '#']).next().unwrap_or_default();
+        return bad(
+            "has a query or fragment (`?...`, `#...`)",
+            format!("every page URL is appended to it; write `{kept}`"),
+        );
+    }
+    if url.starts_with("//") {
+        return bad("has no scheme", format!("write `https:{url}`"));
+    }
+    if url.starts_with('/') {
+        return Ok(());
+    }
+    match url.split_once("://") {
+        Some(("http" | "https", rest)) if !rest.starts_with('/') && !rest.is_empty() => Ok(()),
+        Some(("http" | "https", _)) => bad("has no host", example.to_string()),
+        Some((scheme, _)) => bad(
+            &format!("has the scheme `{scheme}`, not http or https"),
+            example.to_string(),
+        ),
+        None => bad(
+            "is not an absolute URL",
+            format!(
+                "write `https://{url}` (or `/{}` for a path on the same host)",
+                url.trim_start_matches("./")
+            ),
+        ),
+    }
+}
+
+/// Byte span of `key = value` on a top-level line of the TOML text (for pointing at values).
+pub(crate) fn value_span(toml_text: &str, key: &str) -> Option<std::ops::Range<usize>> {
+    let mut offset = 0;
+    for line in toml_text.split_inclusive('\n') {
+        let trimmed = line.trim_start();
+        if let Some(rest) = trimmed.strip_prefix(key)
+            && rest.trim_start().starts_with('=')
+        {
+            let start = offset + (line.len() - trimmed.len());
+            return Some(start..offset + line.trim_end().len());
+        }
+        offset += line.len();
+    }
+    None
 }
 
 /// Deserializes a TOML document and reports every problem in it, not only the first: every
@@ -318,6 +418,61 @@ mod tests {
         let problems = Config::parse(Path::new("site.toml"), text).unwrap_err();
         assert_eq!(problems.len(), 1, "{problems:?}");
         assert!(problems[0].message.contains("invalid type"));
+    }
+
+    #[test]
+    fn a_bad_base_url_is_an_error_at_its_line_saying_what_is_wrong() {
+        let cases = [
+            (
+                "user.github.io/repo/",
+                "not an absolute URL",
+                "`https://user.github.io/repo/`",
+            ),
+            (
+                "https://a.b/repo/?q=1#top",
+                "query or fragment",
+                "`https://a.b/repo/`",
+            ),
+            ("https://a.b/#x", "query or fragment", "`https://a.b/`"),
+            ("https://", "no host", "https://user.github.io/repo/"),
+            ("ftp://a.b/", "scheme `ftp`", "https://"),
+            ("//a.b/repo/", "no scheme", "`https://a.b/repo/`"),
+            ("https://a.b/my repo/", "space", "%20"),
+            ("", "is empty", "https://"),
+        ];
+        for (url, problem, help) in cases {
+            let text = format!("title = \"T\"\n\nbase_url = \"{url}\"\n");
+            let problems = Config::parse(Path::new("site.toml"), &text).unwrap_err();
+            let d = &problems[0];
+            assert!(d.message.contains(problem), "{url}: {}", d.message);
+            assert!(
+                d.help.as_deref().is_some_and(|h| h.contains(help)),
+                "{url}: {:?}",
+                d.help
+            );
+            assert_eq!(d.location.as_ref().map(|l| l.line), Some(3), "{url}");
+        }
+        for url in [
+            "/",
+            "/repo/",
+            "http://localhost:1111/",
+            "https://a.b",
+            "https://a.b/repo",
+        ] {
+            assert_eq!(check_base_url(url), Ok(()), "{url}");
+        }
+    }
+
+    #[test]
+    fn a_control_character_from_an_escape_is_a_warning_at_its_key() {
+        let text = "title = \"T\"\nbase_url = \"/\"\ndescription = \"a\\fb\"\n";
+        let config = Config::parse(Path::new("site.toml"), text).unwrap();
+        let lines: Vec<usize> = config
+            .warnings
+            .iter()
+            .filter_map(|d| d.location.as_ref().map(|l| l.line))
+            .collect();
+        assert_eq!(lines, [3], "{:?}", config.warnings);
     }
 
     #[test]

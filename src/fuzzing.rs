@@ -26,6 +26,7 @@ pub fn pure_stages(text: String) {
     let mut series = Series {
         root: ".".into(),
         config,
+        taxonomy: crate::content::Taxonomy::of(std::slice::from_ref(&chapter)),
         chapters: vec![chapter],
     };
     let (bindings, _) = quotes::bind(&series);

@@ -9,7 +9,8 @@
 //! 5. [`render`]   - math and Tera templates;
 //! 6. [`site`]     - the stages in order and the atomic write of the output.
 //!
-//! [`diagnostic`] is the one error type every stage reports with; [`cli`] turns flags into plans.
+//! [`diagnostic`] is the one error type every stage reports with; [`cli`] turns flags into plans;
+//! [`text`] keeps characters XML and HTML forbid out of the output.
 
 #![allow(
     clippy::result_large_err,
@@ -28,3 +29,4 @@ pub mod quotes;
 pub mod render;
 pub mod serve;
 pub mod site;
+pub mod text;

@@ -9,7 +9,7 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use crate::config::parse_toml;
+use crate::config::{parse_toml, value_span};
 use crate::diagnostic::{Diagnostic, Location};
 
 /// The chapter's metadata.
@@ -41,6 +41,9 @@ pub struct FrontMatter {
     /// Byte span of the `number` value in the file (for duplicate-number errors).
     #[serde(skip)]
     pub number_span: Range<usize>,
+    /// Problems that do not stop the build (characters XML forbids in a value), at their keys.
+    #[serde(skip)]
+    pub warnings: Vec<Diagnostic>,
 }
 
 impl FrontMatter {
@@ -69,6 +72,7 @@ pub(super) fn parse(path: &Path, source: &str) -> Result<(FrontMatter, usize), V
         .map(|r| r.start + toml_range.start..r.end + toml_range.start)
         .unwrap_or(0..0);
     validate(path, source, &front, toml_range.start, toml_text)?;
+    front.warnings = forbidden_characters(path, source, &front, toml_range.start, toml_text);
     Ok((front, body_offset))
 }
 
@@ -131,20 +135,30 @@ fn validate(
     }
 }
 
-/// Byte span of `key = value` on a top-level line of the TOML text (for pointing at values).
-fn value_span(toml_text: &str, key: &str) -> Option<Range<usize>> {
-    let mut offset = 0;
-    for line in toml_text.split_inclusive('\n') {
-        let trimmed = line.trim_start();
-        if let Some(rest) = trimmed.strip_prefix(key)
-            && rest.trim_start().starts_with('=')
-        {
-            let start = offset + (line.len() - trimmed.len());
-            return Some(start..offset + line.trim_end().len());
-        }
-        offset += line.len();
-    }
-    None
+/// A TOML escape (`\u000c`) puts in a string what the file itself may not hold: every text value
+/// is checked after unescaping, and reported at its key.
+fn forbidden_characters(
+    path: &Path,
+    source: &str,
+    front: &FrontMatter,
+    toml_start: usize,
+    toml_text: &str,
+) -> Vec<Diagnostic> {
+    let values = [
+        ("title", Some(front.title.as_str())),
+        ("category", front.category.as_deref()),
+        ("summary", front.summary.as_deref()),
+    ]
+    .into_iter()
+    .filter_map(|(key, value)| Some((key, value?)))
+    .chain(front.tags.iter().map(|tag| ("tags", tag.as_str())));
+    values
+        .filter_map(|(key, value)| {
+            let span = value_span(toml_text, key).unwrap_or(0..0);
+            let span = span.start + toml_start..span.end + toml_start;
+            crate::text::check_value(path, source, span, key, value)
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -200,6 +214,16 @@ mod tests {
         );
         let errors = p("+++\ntitle = \"x\"\n").unwrap_err();
         assert!(errors[0].message.contains("not closed"));
+    }
+
+    #[test]
+    fn a_control_character_from_an_escape_is_a_warning_at_its_key() {
+        let src = "+++\ntitle = \"a\\u000cb\"\nnumber = 1\ntags = [\"ok\", \"x\\by\"]\n+++\n";
+        let (fm, _) = p(src).unwrap();
+        let at: Vec<(usize, usize)> = fm.warnings.iter().map(loc).collect();
+        assert_eq!(at, [(2, 1), (4, 1)], "{:?}", fm.warnings);
+        assert!(fm.warnings[0].message.contains("`title`"));
+        assert!(fm.warnings[1].message.contains("U+0008"));
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! a string); only [`load`] touches the file system.
 
 mod front_matter;
+pub mod taxonomy;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -17,6 +18,7 @@ use crate::lab::ChapterRun;
 use crate::markdown::Doc;
 use crate::quotes::Binding;
 pub use front_matter::FrontMatter;
+pub use taxonomy::Taxonomy;
 
 /// One chapter: its source text and front matter. Later stages enrich it.
 #[derive(Debug, Clone)]
@@ -112,12 +114,32 @@ pub struct Series {
     pub config: Config,
     /// Chapters ordered by `number` (drafts only when asked for).
     pub chapters: Vec<Chapter>,
+    /// Their tags and categories, each with a unique slug.
+    pub taxonomy: Taxonomy,
 }
 
 impl Series {
     /// Finds a chapter by slug.
     pub fn chapter(&self, slug: &str) -> Option<&Chapter> {
         self.chapters.iter().find(|c| c.slug == slug)
+    }
+
+    /// Problems in the sources that do not stop the build: a tag spelt two ways, characters XML
+    /// and HTML forbid in site.toml values, front matter values and chapter bodies (the output
+    /// replaces them). These warnings point the author at each one and fail `--strict` builds.
+    pub fn warnings(&self) -> Vec<Diagnostic> {
+        let mut all = self.config.warnings.clone();
+        all.extend(self.taxonomy.warnings.iter().cloned());
+        for chapter in &self.chapters {
+            all.extend(chapter.front.warnings.iter().cloned());
+            let body = chapter.body_offset..chapter.source.len();
+            all.extend(crate::text::check_source(
+                &chapter.path,
+                &chapter.source,
+                body,
+            ));
+        }
+        all
     }
 
     /// Source text of a file of the site, for diagnostics.
@@ -169,6 +191,7 @@ pub fn load(root: &Path, include_drafts: bool) -> Result<Series, Diagnostics> {
     Ok(Series {
         root: root.to_path_buf(),
         config,
+        taxonomy: Taxonomy::of(&chapters),
         chapters,
     })
 }

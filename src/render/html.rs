@@ -324,7 +324,7 @@ fn output_html(block: &BlockOutput) -> String {
         let _ = writeln!(
             out,
             "<div class=\"experiment-output\"><span class=\"output-label\">输出</span><pre>{}</pre></div>",
-            escape(block.stdout.trim_end())
+            escape(&crate::text::strip_ansi(block.stdout.trim_end()))
         );
     }
     if block.truncated {

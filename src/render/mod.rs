@@ -20,10 +20,11 @@ use serde::Serialize;
 use tera::Tera;
 
 use crate::config::Config;
-use crate::content::{Chapter, Series};
+use crate::content::{Chapter, Series, Taxonomy};
 use crate::diagnostic::{Diagnostic, Location};
 use crate::lab::RunMeta;
 use crate::markdown::Heading;
+use taxonomy::{Kind, TermLink};
 
 const DEFAULT_TEMPLATES: [(&str, &str); 9] = [
     (
@@ -149,18 +150,23 @@ pub struct ChapterView<'a> {
     content: &'a str,
     permalink: String,
     updated: String,
-    tag_links: Vec<taxonomy::TermLink>,
-    category_link: Option<taxonomy::TermLink>,
+    tag_links: Vec<TermLink>,
+    category_link: Option<TermLink>,
 }
 
 impl<'a> ChapterView<'a> {
-    /// From a rendered chapter.
-    pub fn new(chapter: &'a Chapter, base_path: &str) -> Self {
-        Self::with_base_url(chapter, base_path, "")
+    /// From a rendered chapter; `taxonomy` gives its tags' and category's URLs.
+    pub fn new(chapter: &'a Chapter, base_path: &str, taxonomy: &Taxonomy) -> Self {
+        Self::with_base_url(chapter, base_path, "", taxonomy)
     }
 
     /// With an absolute permalink (feeds and sitemaps need full URLs).
-    pub fn with_base_url(chapter: &'a Chapter, base_path: &str, base_url: &str) -> Self {
+    pub fn with_base_url(
+        chapter: &'a Chapter,
+        base_path: &str,
+        base_url: &str,
+        taxonomy: &Taxonomy,
+    ) -> Self {
         ChapterView {
             title: &chapter.front.title,
             number: chapter.front.number,
@@ -174,13 +180,13 @@ impl<'a> ChapterView<'a> {
                 .front
                 .tags
                 .iter()
-                .map(|t| taxonomy::TermLink::new(base_path, taxonomy::Kind::Tag, t))
+                .map(|t| TermLink::new(base_path, taxonomy, Kind::Tag, t))
                 .collect(),
             category_link: chapter
                 .front
                 .category
                 .as_deref()
-                .map(|c| taxonomy::TermLink::new(base_path, taxonomy::Kind::Category, c)),
+                .map(|c| TermLink::new(base_path, taxonomy, Kind::Category, c)),
             category: chapter.front.category.as_deref(),
             summary: chapter.front.summary.as_deref(),
             content: &chapter.html,
@@ -286,7 +292,10 @@ pub fn chapter_page<'a>(
     };
     let mut context = tera::Context::new();
     context.insert("site", &site);
-    context.insert("chapter", &ChapterView::new(chapter, &site.base_path));
+    context.insert(
+        "chapter",
+        &ChapterView::new(chapter, &site.base_path, &series.taxonomy),
+    );
     context.insert(
         "meta",
         &MetaView {
@@ -321,7 +330,7 @@ pub fn index_page(tera: &Tera, series: &Series, intro_html: &str) -> Result<Stri
     let chapters: Vec<ChapterView<'_>> = series
         .chapters
         .iter()
-        .map(|c| ChapterView::new(c, &site.base_path))
+        .map(|c| ChapterView::new(c, &site.base_path, &series.taxonomy))
         .collect();
     let mut context = tera::Context::new();
     context.insert("site", &site);
@@ -367,7 +376,7 @@ pub fn feed(tera: &Tera, series: &Series, template: &str) -> Result<String, Diag
     let mut chapters: Vec<ChapterView<'_>> = series
         .chapters
         .iter()
-        .map(|c| ChapterView::with_base_url(c, &site.base_path, &site.base_url))
+        .map(|c| ChapterView::with_base_url(c, &site.base_path, &site.base_url, &series.taxonomy))
         .collect();
     chapters.sort_by(|a, b| b.updated.cmp(&a.updated).then(b.number.cmp(&a.number)));
     // The feed's own time is its newest entry's: the same sources give the same bytes.

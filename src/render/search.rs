@@ -46,6 +46,7 @@ use super::cache::{self, Cache};
 use crate::content::{Chapter, Series};
 use crate::markdown::{Heading, Piece};
 use crate::render::chapter_url;
+use crate::text::sanitize;
 
 /// Where the index goes, relative to the output root. `search.js` fetches it from beside itself.
 pub const INDEX_PATH: &str = "search-index.json";
@@ -99,14 +100,15 @@ impl Sections {
         for chapter in &series.chapters {
             let url = chapter_url(&base_path, &chapter.slug);
             for section in sections(chapter) {
+                // The client shows this text as HTML: no character HTML forbids.
                 docs.push(SearchDoc {
-                    t: chapter.front.title.clone(),
-                    h: section.heading.map(|h| h.text.clone()),
+                    t: sanitize(&chapter.front.title).into_owned(),
+                    h: section.heading.map(|h| sanitize(&h.text).into_owned()),
                     u: match section.heading {
                         Some(h) => format!("{url}#{}", h.id),
                         None => url.clone(),
                     },
-                    b: section.text,
+                    b: sanitize(&section.text).into_owned(),
                     n: 0,
                 });
             }

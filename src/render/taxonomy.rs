@@ -1,15 +1,16 @@
 //! Tag and category pages: `/tags/` lists every term with its count, `/tags/NAME/` and
-//! `/categories/NAME/` list the chapters filed under one term, in series order.
+//! `/categories/NAME/` list the chapters filed under one term, in series order. Each term's
+//! slug is unique (`content::taxonomy`), so no page overwrites another.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::path::PathBuf;
 
 use serde::Serialize;
 use tera::Tera;
 
-use crate::content::{Chapter, Series};
+use crate::content::taxonomy::{Term, Terms, term_slug};
+use crate::content::{Chapter, Series, Taxonomy};
 use crate::diagnostic::Diagnostic;
-use crate::markdown::slugify;
 use crate::render::{ChapterView, MetaView, SiteView, template_error};
 
 /// Tags or categories.
@@ -46,19 +47,29 @@ pub struct TermLink {
 }
 
 impl TermLink {
-    /// The link to one term's page.
-    pub fn new(base_path: &str, kind: Kind, name: &str) -> Self {
+    /// The link to the page of the term `name` (as a chapter spells it) belongs to.
+    pub fn new(base_path: &str, taxonomy: &Taxonomy, kind: Kind, name: &str) -> Self {
+        let slug = terms_of(taxonomy, kind)
+            .get(name)
+            .map_or_else(|| term_slug(name), |t| t.slug.clone());
         TermLink {
             name: name.to_string(),
-            url: term_url(base_path, kind, name),
+            url: term_url(base_path, kind, &slug),
             count: 0,
         }
     }
 }
 
 /// The URL of a term's page.
-pub fn term_url(base_path: &str, kind: Kind, name: &str) -> String {
-    format!("{base_path}{}/{}/", kind.dir(), slugify(name))
+pub fn term_url(base_path: &str, kind: Kind, slug: &str) -> String {
+    format!("{base_path}{}/{slug}/", kind.dir())
+}
+
+fn terms_of(taxonomy: &Taxonomy, kind: Kind) -> &Terms {
+    match kind {
+        Kind::Tag => &taxonomy.tags,
+        Kind::Category => &taxonomy.categories,
+    }
 }
 
 fn terms(chapter: &Chapter, kind: Kind) -> Vec<&str> {
@@ -68,15 +79,22 @@ fn terms(chapter: &Chapter, kind: Kind) -> Vec<&str> {
     }
 }
 
-/// Term name -> chapters, in series order.
-fn index(series: &Series, kind: Kind) -> BTreeMap<&str, Vec<&Chapter>> {
-    let mut all: BTreeMap<&str, Vec<&Chapter>> = BTreeMap::new();
+/// Every term with its chapters in series order, terms in name order.
+fn index(series: &Series, kind: Kind) -> Vec<(&Term, Vec<&Chapter>)> {
+    let all = terms_of(&series.taxonomy, kind);
+    let mut by_slug: HashMap<&str, Vec<&Chapter>> = HashMap::new();
     for chapter in &series.chapters {
-        for term in terms(chapter, kind) {
-            all.entry(term).or_default().push(chapter);
+        for term in terms(chapter, kind).into_iter().filter_map(|t| all.get(t)) {
+            let chapters = by_slug.entry(term.slug.as_str()).or_default();
+            // A chapter tagged `Rust` and `rust` is listed once.
+            if !chapters.last().is_some_and(|c| std::ptr::eq(*c, chapter)) {
+                chapters.push(chapter);
+            }
         }
     }
-    all
+    all.iter()
+        .filter_map(|term| Some((term, by_slug.remove(term.slug.as_str())?)))
+        .collect()
 }
 
 /// Every term of one kind with its count.
@@ -84,9 +102,9 @@ pub fn links(series: &Series, kind: Kind) -> Vec<TermLink> {
     let base = series.config.base_path();
     index(series, kind)
         .into_iter()
-        .map(|(name, chapters)| TermLink {
-            name: name.to_string(),
-            url: term_url(&base, kind, name),
+        .map(|(term, chapters)| TermLink {
+            name: term.name.clone(),
+            url: term_url(&base, kind, &term.slug),
             count: chapters.len(),
         })
         .collect()
@@ -185,10 +203,11 @@ pub fn pages(tera: &Tera, series: &Series) -> Result<Vec<(PathBuf, Vec<u8>)>, Di
     let site = SiteView::new(&series.config);
     let mut files = Vec::new();
     for kind in [Kind::Tag, Kind::Category] {
-        for (name, chapters) in index(series, kind) {
+        for (term, chapters) in index(series, kind) {
+            let name = &term.name;
             let views: Vec<ChapterView<'_>> = chapters
                 .iter()
-                .map(|c| ChapterView::new(c, &site.base_path))
+                .map(|c| ChapterView::new(c, &site.base_path, &series.taxonomy))
                 .collect();
             let mut context = tera::Context::new();
             context.insert("site", &site);
@@ -200,7 +219,7 @@ pub fn pages(tera: &Tera, series: &Series) -> Result<Vec<(PathBuf, Vec<u8>)>, Di
                 &MetaView::website(
                     &site,
                     format!("{}：{name} · {}", kind.label(), site.title),
-                    format!("{}{}/{}/", site.base_url, kind.dir(), slugify(name)),
+                    format!("{}{}/{}/", site.base_url, kind.dir(), term.slug),
                 ),
             );
             let html = tera
@@ -208,7 +227,7 @@ pub fn pages(tera: &Tera, series: &Series) -> Result<Vec<(PathBuf, Vec<u8>)>, Di
                 .map_err(|e| template_error(&e, "taxonomy.html"))?;
             files.push((
                 PathBuf::from(kind.dir())
-                    .join(slugify(name))
+                    .join(&term.slug)
                     .join("index.html"),
                 html.into_bytes(),
             ));

@@ -66,6 +66,11 @@ pub(super) fn render_site(
     if !errors.is_empty() {
         return Err(errors);
     }
+    // Whatever reached a page (a front matter value, experiment output, a site template), the
+    // page stays well-formed XML and HTML; the sources were warned about at their lines.
+    files
+        .par_iter_mut()
+        .for_each(|(_, bytes)| crate::text::sanitize_bytes(bytes));
     timings.lap("pages");
     files.push((PathBuf::from(".nojekyll"), Vec::new()));
     files.push((

@@ -146,6 +146,7 @@ fn load(root: &Path, drafts: bool, diagnostics: &mut Diagnostics) -> Option<Seri
             return None;
         }
     };
+    diagnostics.extend(series.warnings());
     let problems: Vec<Vec<Diagnostic>> = series
         .chapters
         .par_iter_mut()

@@ -198,11 +198,14 @@ impl VerifyReport {
         for exp in &chapter.doc.experiments {
             let Some(pinned) = &exp.pinned else { continue };
             self.outputs += 1;
+            // Compared as the page shows it, without terminal escape sequences, so a pinned
+            // output copied from the page matches and `--fix` writes no escape into the prose.
             let fresh = run
                 .blocks
                 .get(exp.index)
-                .map(|b| b.stdout.as_str())
-                .unwrap_or("");
+                .map(|b| crate::text::strip_ansi(&b.stdout))
+                .unwrap_or_default();
+            let fresh = fresh.as_ref();
             if output::matches(&pinned.text, fresh) {
                 continue;
             }
