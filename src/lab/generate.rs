@@ -201,7 +201,7 @@ mod tests {
         );
         let bin = bin_name("demo", "why");
         let file = format!("src/bin/{bin}.rs");
-        assert_eq!(krate.bins, [bin.clone()]);
+        assert_eq!(krate.bins, std::slice::from_ref(&bin));
         let (_, module) = krate
             .files
             .iter()
