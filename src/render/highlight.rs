@@ -86,6 +86,36 @@ impl Highlighter {
     }
 }
 
+/// Loads what highlighting `langs` needs: syntect's syntax set, and the contexts of each
+/// syntax, which syntect decodes on a syntax's first use (~5-12 ms each, measured). A build
+/// calls it on a thread of its own while formulas render, so the chapter bodies find it done;
+/// with no code to highlight it is never called and costs nothing.
+pub fn warm_up<'a>(langs: impl IntoIterator<Item = &'a str>) {
+    for lang in langs {
+        let _ = highlight("\n", lang);
+    }
+}
+
+/// The fence languages of every code block of `series` (experiments are Rust), deduplicated.
+pub fn languages(series: &crate::content::Series) -> std::collections::BTreeSet<&str> {
+    use crate::markdown::Piece;
+    let mut langs = std::collections::BTreeSet::new();
+    for chapter in &series.chapters {
+        if !chapter.doc.experiments.is_empty() {
+            langs.insert("rust");
+        }
+        for piece in &chapter.doc.pieces {
+            if let Piece::Code {
+                lang: Some(lang), ..
+            } = piece
+            {
+                langs.insert(lang.as_str());
+            }
+        }
+    }
+    langs
+}
+
 /// Highlights `code` as `lang` (a fence token like `rust`, `toml`, `python`); `None` if the
 /// language is unknown, so the caller escapes it plainly.
 pub fn highlight(code: &str, lang: &str) -> Option<String> {

@@ -350,9 +350,10 @@ pub fn build(plan: &BuildPlan) -> Outcome {
     out
 }
 
-/// Stages 3 and 5a-b side by side: the experiments compile and run on their own thread while
-/// citations and formulas render on this one (and its rayon workers). Experiments are skipped
-/// when loading already found errors.
+/// Stages 3 and 5a-b side by side: the experiments compile and run on their own thread, and
+/// the highlighter loads the syntaxes the site uses on another, while citations and formulas
+/// render on this one (and its rayon workers). Experiments are skipped when loading already
+/// found errors.
 fn experiments_beside_math(
     series: &mut Series,
     plan: &BuildPlan,
@@ -363,10 +364,17 @@ fn experiments_beside_math(
     let (runs, rendered) = std::thread::scope(|scope| {
         let series = &*series;
         let lab = run_experiments.then(|| scope.spawn(|| timed(|| lab::run(series, &plan.lab))));
+        // Highlighting's set-up, off the critical path of the chapter bodies.
+        let langs = render::highlight::languages(series);
+        let warm_up = (series.config.highlight.enabled && !langs.is_empty())
+            .then(|| scope.spawn(|| timed(|| render::highlight::warm_up(langs))));
         let (citations, took) = timed(|| cite_all(series, diagnostics));
         timings.part("citations", took);
         let (maths, took) = timed(|| render_math(series, diagnostics));
         timings.part("math", took);
+        if let Some(handle) = warm_up {
+            timings.part("highlighting set-up", join(handle).1);
+        }
         let runs = lab.map(|handle| {
             let (runs, took) = join(handle);
             timings.part("experiments", took);
