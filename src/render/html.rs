@@ -279,7 +279,7 @@ fn rewrite_destination(event: &Event<'static>, base_path: &str) -> Event<'static
 fn code_html(highlighter: &highlight::Highlighter, lang: Option<&str>, text: &str) -> String {
     let body = lang
         .and_then(|l| highlighter.highlight(text, l))
-        .unwrap_or_else(|| escape(text));
+        .unwrap_or_else(|| escape_body(text));
     match lang {
         Some(l) => format!(
             "<pre><code class=\"language-{}\">{body}</code></pre>\n",
@@ -481,6 +481,14 @@ fn looks_numeric(cell: &str) -> bool {
     !t.is_empty()
         && t.chars()
             .all(|c| c.is_ascii_digit() || ".,-+eE%x×−".contains(c))
+}
+
+/// HTML-escapes element content as pulldown-cmark does for code (`"` and `'` kept), so a code
+/// block reads byte for byte as pulldown-cmark would write it.
+fn escape_body(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let _ = pulldown_cmark_escape::escape_html_body_text(&mut out, text);
+    out
 }
 
 /// HTML-escapes text (via pulldown-cmark's escaper).
