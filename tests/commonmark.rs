@@ -1,12 +1,16 @@
-//! The CommonMark 0.31.2 spec examples (tests/commonmark/spec-0.31.2.txt, CC-BY-SA 4.0, see
-//! tests/commonmark/LICENSE) through attnbook's Markdown stage and body renderer, compared with
-//! plain pulldown-cmark under the same options: attnbook's own syntax must not change standard
-//! Markdown. The differences attnbook intends are normalised or listed below, each with why.
+//! The CommonMark 0.31.2 spec examples and pulldown-cmark's heading-attribute examples (see
+//! tests/commonmark/README.md for their sources and licences) through attnbook's Markdown stage
+//! and body renderer, compared with plain pulldown-cmark under the same options: attnbook's own
+//! syntax must not change standard Markdown. The differences attnbook intends are normalised or
+//! listed below, each with why.
 
 use std::sync::LazyLock;
 
 use pulldown_cmark::{Parser, html};
 use regex::Regex;
+
+const SPEC: &str = include_str!("commonmark/spec-0.31.2.txt");
+const HEADING_ATTRIBUTES: &str = include_str!("commonmark/heading_attrs.txt");
 
 /// One example of the spec.
 struct Example {
@@ -18,8 +22,7 @@ struct Example {
 /// Reads the examples the way the spec's own `spec_tests.py` does: a fence of 32 backticks
 /// and `example`, the Markdown, a line with a single `.`, the HTML, a closing fence; `→` stands
 /// for a tab.
-fn examples() -> Vec<Example> {
-    let spec = include_str!("commonmark/spec-0.31.2.txt");
+fn examples(spec: &str) -> Vec<Example> {
     let fence = "`".repeat(32);
     let mut out = Vec::new();
     let mut current: Option<(usize, String)> = None;
@@ -57,7 +60,7 @@ fn plain(markdown: &str) -> String {
 
 #[test]
 fn the_spec_has_all_its_examples() {
-    assert_eq!(examples().len(), 652);
+    assert_eq!(examples(SPEC).len(), 652);
 }
 
 /// Examples whose difference is intended, by number, with the reason.
@@ -96,16 +99,26 @@ fn normalised(html: &str) -> String {
 
 #[test]
 fn spec_examples_come_through_as_plain_pulldown_cmark_makes_them() {
+    compare(SPEC, INTENDED);
+}
+
+#[test]
+fn heading_attribute_examples_come_through_as_plain_pulldown_cmark_makes_them() {
+    compare(HEADING_ATTRIBUTES, &[]);
+}
+
+/// Compares every example of `spec`; `intended` lists the examples allowed to differ.
+fn compare(spec: &str, intended: &[(usize, &str)]) {
     let mut unexpected = Vec::new();
     let mut identical_but_listed = Vec::new();
-    for example in examples() {
+    for example in examples(spec) {
         let (ours, _) = attnbook::fuzzing::body_html(&example.markdown);
         let theirs = plain(&example.markdown);
         let differs = normalised(&ours) != normalised(&theirs);
-        let listed = INTENDED.iter().any(|(n, _)| *n == example.number);
+        let listed = intended.iter().any(|(n, _)| *n == example.number);
         if differs && !listed {
             unexpected.push(format!(
-                "example {} (spec line {}):\n{}--- attnbook\n{}--- pulldown-cmark\n{}",
+                "example {} (line {}):\n{}--- attnbook\n{}--- pulldown-cmark\n{}",
                 example.number, example.line, example.markdown, ours, theirs
             ));
         } else if !differs && listed {

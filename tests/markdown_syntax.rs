@@ -150,7 +150,7 @@ const PROBES: &[Probe] = &[
     probe(
         18,
         "# T [@foo] {#t .c hidden}\n",
-        "<h1 id=\"t\" class=\"c\" hidden><a class=\"anchor\" href=\"#t\" aria-hidden=\"true\">#</a>T <a class=\"citation\" href=\"#ref-foo\">foo</a></h1>\n",
+        "<h1 id=\"t\" class=\"c\" hidden=\"\"><a class=\"anchor\" href=\"#t\" aria-hidden=\"true\">#</a>T <a class=\"citation\" href=\"#ref-foo\">foo</a></h1>\n",
         &[],
     ),
     // What the pre-pass exists for keeps working: a quote closing a heading, two `~` tolerances.

@@ -310,8 +310,8 @@ fn math_html(math: &crate::markdown::Math, rendered: &Result<String, MathError>)
     }
 }
 
-/// `{.class key=value}` of a heading as HTML attributes, as pulldown-cmark writes them; an
-/// attribute without a name (`{=x}`) would be invalid HTML and is left out.
+/// `{.class key=value key2}` of a heading as HTML attributes, written as pulldown-cmark writes
+/// them (`key2=""`); an attribute without a name (`{=x}`) would be invalid HTML and is left out.
 fn heading_attributes(h: &crate::markdown::Heading) -> String {
     let mut out = String::new();
     if !h.classes.is_empty() {
@@ -320,7 +320,7 @@ fn heading_attributes(h: &crate::markdown::Heading) -> String {
     for (key, value) in h.attrs.iter().filter(|(key, _)| !key.is_empty()) {
         let _ = match value {
             Some(value) => write!(out, " {}=\"{}\"", escape(key), escape(value)),
-            None => write!(out, " {}", escape(key)),
+            None => write!(out, " {}=\"\"", escape(key)),
         };
     }
     out
