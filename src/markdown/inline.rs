@@ -12,17 +12,81 @@ use std::ops::Range;
 
 use pulldown_cmark::{Event, LinkType, Options, Parser, Tag, TagEnd};
 
+use super::{cite, raw_html};
+use crate::content::Chapter;
+use crate::diagnostic::Diagnostic;
+use crate::quotes::syntax::{self, QuoteSyntax};
+
+/// A construct recognised on the source before inline parsing, then masked.
+#[derive(Debug, Clone)]
+pub(super) enum Inline {
+    Quote(QuoteSyntax),
+    Cite(cite::Citation),
+}
+
+impl Inline {
+    pub(super) fn span(&self) -> Range<usize> {
+        match self {
+            Inline::Quote(q) => q.span.clone(),
+            Inline::Cite(c) => c.span.clone(),
+        }
+    }
+}
+
+/// The quotes and citations of a chapter, in source order, with the problems found on the way
+/// (malformed quotes, syntax inside raw HTML).
+pub(super) fn recognise(chapter: &Chapter) -> (Vec<Inline>, Vec<Diagnostic>) {
+    let (body, base) = (chapter.body(), chapter.body_offset);
+    let contexts = contexts(body);
+    let excluded = shifted(&contexts.excluded, base);
+    let (quotes, errors) = syntax::scan(body, base, &excluded);
+    let mut diagnostics: Vec<Diagnostic> = errors
+        .into_iter()
+        .map(|e| {
+            Diagnostic::error(e.message)
+                .at(chapter.location(e.span))
+                .with_help(e.help)
+        })
+        .collect();
+    diagnostics.extend(raw_html::report(chapter, &contexts.html));
+    let mut inlines: Vec<Inline> = quotes.into_iter().map(Inline::Quote).collect();
+    let cites: Vec<Inline> = cite::scan(body, base, &excluded)
+        .into_iter()
+        .filter(|c| !inlines.iter().any(|i| overlaps(&i.span(), &c.span)))
+        .map(Inline::Cite)
+        .collect();
+    inlines.extend(cites);
+    inlines.sort_by_key(|i| i.span().start);
+    (inlines, diagnostics)
+}
+
+/// Replaces each quote and citation by inert letters of the same byte length, so offsets stay
+/// valid and inline parsing cannot pair anything inside it.
+pub(super) fn mask(chapter: &Chapter, inlines: &[Inline]) -> String {
+    let (body, base) = (chapter.body(), chapter.body_offset);
+    let mut bytes = body.as_bytes().to_vec();
+    for inline in inlines {
+        let span = inline.span();
+        bytes[span.start - base..span.end - base].fill(b'Q');
+    }
+    String::from_utf8(bytes).unwrap_or_else(|_| body.to_string())
+}
+
+fn overlaps(a: &Range<usize>, b: &Range<usize>) -> bool {
+    a.start < b.end && b.start < a.end
+}
+
 /// What the recognition parse found.
-pub(super) struct Contexts {
+struct Contexts {
     /// Source ranges (body offsets, sorted) where the syntax is *not* recognised: everything
     /// outside text, and every backslash-escaped `[`.
-    pub excluded: Vec<Range<usize>>,
+    excluded: Vec<Range<usize>>,
     /// Raw HTML ranges (body offsets), where the syntax is reported instead.
-    pub html: Vec<Range<usize>>,
+    html: Vec<Range<usize>>,
 }
 
 /// Parses `body` once to find its text ranges and raw HTML.
-pub(super) fn contexts(body: &str) -> Contexts {
+fn contexts(body: &str) -> Contexts {
     let options =
         super::options() - Options::ENABLE_STRIKETHROUGH - Options::ENABLE_HEADING_ATTRIBUTES;
     let mut text: Vec<Range<usize>> = Vec::new();
@@ -80,7 +144,7 @@ pub(super) fn escaped(source: &str, at: usize) -> bool {
 }
 
 /// Shifts body ranges to file offsets.
-pub(super) fn shifted(ranges: &[Range<usize>], base: usize) -> Vec<Range<usize>> {
+fn shifted(ranges: &[Range<usize>], base: usize) -> Vec<Range<usize>> {
     ranges
         .iter()
         .map(|r| base + r.start..base + r.end)

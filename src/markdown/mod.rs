@@ -19,9 +19,10 @@ use pulldown_cmark::{CodeBlockKind, Event, HeadingLevel, LinkType, Options, Pars
 
 use crate::content::Chapter;
 use crate::diagnostic::Diagnostic;
-use crate::quotes::syntax::{self, QuoteSyntax};
+use crate::quotes::syntax::QuoteSyntax;
 pub use experiment::Experiment;
 pub use headings::{Heading, slugify};
+use inline::Inline;
 
 /// The one parser constructor: `build`, `verify`, `check` and the TOC all parse this way.
 pub fn new_parser(text: &str) -> pulldown_cmark::OffsetIter<'_> {
@@ -117,22 +118,6 @@ pub struct Doc {
     pub citations: Vec<cite::Citation>,
 }
 
-/// A construct recognised on the source before inline parsing, then masked.
-#[derive(Debug, Clone)]
-enum Inline {
-    Quote(QuoteSyntax),
-    Cite(cite::Citation),
-}
-
-impl Inline {
-    fn span(&self) -> Range<usize> {
-        match self {
-            Inline::Quote(q) => q.span.clone(),
-            Inline::Cite(c) => c.span.clone(),
-        }
-    }
-}
-
 impl Doc {
     /// Labels of the labelled display equations, in order (their numbers are positions + 1).
     pub fn equation_labels(&self) -> Vec<&str> {
@@ -156,31 +141,10 @@ pub struct Link {
 
 /// Parses a chapter body. Problems (malformed quotes, bad block options) are returned alongside.
 pub fn parse(chapter: &Chapter) -> (Doc, Vec<Diagnostic>) {
-    let body = chapter.body();
-    let base = chapter.body_offset;
-    let contexts = inline::contexts(body);
-    let excluded = inline::shifted(&contexts.excluded, base);
-    let (quotes, errors) = syntax::scan(body, base, &excluded);
-    let mut diagnostics: Vec<Diagnostic> = errors
-        .into_iter()
-        .map(|e| {
-            Diagnostic::error(e.message)
-                .at(chapter.location(e.span))
-                .with_help(e.help)
-        })
-        .collect();
-    diagnostics.extend(raw_html::report(chapter, &contexts.html));
-    let mut inlines: Vec<Inline> = quotes.into_iter().map(Inline::Quote).collect();
-    let cites: Vec<Inline> = cite::scan(body, base, &excluded)
-        .into_iter()
-        .filter(|c| !inlines.iter().any(|i| overlaps(&i.span(), &c.span)))
-        .map(Inline::Cite)
-        .collect();
-    inlines.extend(cites);
-    inlines.sort_by_key(|i| i.span().start);
+    let (mut inlines, mut diagnostics) = inline::recognise(chapter);
     loop {
         let mut builder = Builder::new(chapter, inlines.clone());
-        builder.run(&mask(body, base, &inlines));
+        builder.run(&inline::mask(chapter, &inlines));
         if builder.unplaced.is_empty() {
             diagnostics.extend(builder.diagnostics);
             return (builder.doc, diagnostics);
@@ -202,21 +166,6 @@ fn unplaced(chapter: &Chapter, span: Range<usize>) -> Diagnostic {
     ))
     .at(chapter.location(span))
     .with_help("move the quote or citation out of the surrounding Markdown construct")
-}
-
-/// Replaces each quote by inert letters of the same byte length, so offsets stay valid and
-/// inline parsing cannot pair anything inside it.
-fn mask(body: &str, base: usize, inlines: &[Inline]) -> String {
-    let mut bytes = body.as_bytes().to_vec();
-    for inline in inlines {
-        let span = inline.span();
-        bytes[span.start - base..span.end - base].fill(b'Q');
-    }
-    String::from_utf8(bytes).unwrap_or_else(|_| body.to_string())
-}
-
-fn overlaps(a: &Range<usize>, b: &Range<usize>) -> bool {
-    a.start < b.end && b.start < a.end
 }
 
 /// Start or end of a block (anything but an inline span such as emphasis or a link).
