@@ -168,6 +168,12 @@ const PROBES: &[Probe] = &[
     ),
     probe(
         14,
+        "see [@a;\n@b] here\n",
+        "<p>see <a class=\"citation\" href=\"#ref-a\">a; b</a> here</p>\n",
+        &[],
+    ),
+    probe(
+        14,
         "a &amp; [1]{=x} b\n",
         "<p>a &amp; <span class=\"quote unbound\" data-name=\"x\" title=\"未知的值 x\">1</span> b</p>\n",
         &["unknown value `x`"],

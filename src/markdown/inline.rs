@@ -102,10 +102,13 @@ fn contexts(body: &str) -> Contexts {
             }) => opaque += 1,
             Event::End(TagEnd::CodeBlock) => opaque = opaque.saturating_sub(1),
             Event::End(TagEnd::Link) if opaque > 0 => opaque -= 1,
-            Event::Text(_) if opaque == 0 => match text.last_mut() {
-                Some(last) if last.end == range.start => last.end = range.end,
-                _ => text.push(range),
-            },
+            // A line break inside a paragraph is part of its text: `[@a;\n@b]` is one citation.
+            Event::Text(_) | Event::SoftBreak | Event::HardBreak if opaque == 0 => {
+                match text.last_mut() {
+                    Some(last) if last.end == range.start => last.end = range.end,
+                    _ => text.push(range),
+                }
+            }
             Event::Html(_) | Event::InlineHtml(_) => html.push(range),
             _ => {}
         }
@@ -169,6 +172,7 @@ mod tests {
         assert!(recognisable("see [@foo] here", "[@foo]"));
         assert!(recognisable("# 熵 [0.08]{=h}", "[0.08]{=h}"));
         assert!(recognisable("a [1]{=x ~5%} b [2]{=y ~5%}", "[2]{=y ~5%}"));
+        assert!(recognisable("see [@a;\n@b] here", "[@a;\n@b]"));
         assert!(!recognisable("[t](<https://e.org/[@foo]>)", "[@foo]"));
         assert!(!recognisable("<https://e.org/[@foo]>", "[@foo]"));
         assert!(!recognisable("[@foo]: /url\n", "[@foo]"));
