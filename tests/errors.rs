@@ -60,6 +60,26 @@ fn bad_math_is_a_visible_red_box_in_a_normal_build() {
     );
     assert!(page.contains("<div class=\"math-error\""));
     assert!(page.contains("<code>\\frac{a}</code>"));
+    // Issue 12 item 11: KaTeX's message reads plainly on the page, without its underline marks.
+    assert!(
+        page.contains("title=\"Undefined control sequence: \\foo at position 5\""),
+        "{page}"
+    );
+    // Item 10: math the parser refused is a warning at its place, not silent literal dollars.
+    assert!(
+        run.stderr
+            .contains("content/01-a.md:12:27: warning: `$$...$$` is not parsed as display math")
+    );
+    // Line 12 holds `$a + \foo$` (KaTeX), `$$\frac{a}{$$` (refused) and `$5 与 $6` (prices).
+    assert_eq!(
+        run.stderr
+            .lines()
+            .filter(|l| l.starts_with("content/01-a.md:12:"))
+            .count(),
+        2,
+        "prices are not math: {}",
+        run.stderr
+    );
 }
 
 #[test]

@@ -42,6 +42,15 @@ fn fragment() -> impl Strategy<Value = String> {
         Just("\n\n".to_string()),
         Just("`".to_string()),
         Just("[^1]: note\n".to_string()),
+        // Escapes, autolinks, link definitions, raw HTML and heading attributes (issue 12).
+        Just("\\".to_string()),
+        Just("<https://e.org/".to_string()),
+        Just(">".to_string()),
+        Just("[@k]: /url\n".to_string()),
+        Just("<details>\n".to_string()),
+        Just("<!-- ".to_string()),
+        Just(" {#h .c k=v}\n".to_string()),
+        Just("\\foo{".to_string()),
         "\\PC{0,8}",
     ]
 }

@@ -11,6 +11,10 @@ pub struct Heading {
     pub level: u8,
     /// Anchor id (explicit `{#id}` or derived from the text).
     pub id: String,
+    /// Classes from a `{.class}` attribute block.
+    pub classes: Vec<String>,
+    /// Other attributes from the attribute block (`{data-x=1 hidden}`), in order.
+    pub attrs: Vec<(String, Option<String>)>,
     /// Plain text.
     pub text: String,
     /// Byte span in the chapter file.

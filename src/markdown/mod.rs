@@ -8,26 +8,34 @@
 pub mod cite;
 pub(crate) mod experiment;
 mod headings;
+mod inline;
+mod raw_html;
 pub mod refs;
+mod stray_math;
 
 use std::ops::Range;
 
-use pulldown_cmark::{CodeBlockKind, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
+use pulldown_cmark::{CodeBlockKind, Event, HeadingLevel, LinkType, Options, Parser, Tag, TagEnd};
 
 use crate::content::Chapter;
 use crate::diagnostic::Diagnostic;
-use crate::quotes::syntax::{self, QuoteSyntax};
+use crate::quotes::syntax::QuoteSyntax;
 pub use experiment::Experiment;
 pub use headings::{Heading, slugify};
+use inline::Inline;
 
 /// The one parser constructor: `build`, `verify`, `check` and the TOC all parse this way.
 pub fn new_parser(text: &str) -> pulldown_cmark::OffsetIter<'_> {
-    let options = Options::ENABLE_MATH
+    Parser::new_ext(text, options()).into_offset_iter()
+}
+
+/// The Markdown extensions every chapter is parsed with.
+pub fn options() -> Options {
+    Options::ENABLE_MATH
         | Options::ENABLE_TABLES
         | Options::ENABLE_FOOTNOTES
         | Options::ENABLE_STRIKETHROUGH
-        | Options::ENABLE_HEADING_ATTRIBUTES;
-    Parser::new_ext(text, options).into_offset_iter()
+        | Options::ENABLE_HEADING_ATTRIBUTES
 }
 
 /// A formula found in the text.
@@ -110,22 +118,6 @@ pub struct Doc {
     pub citations: Vec<cite::Citation>,
 }
 
-/// A construct recognised on the source before inline parsing, then masked.
-#[derive(Debug, Clone)]
-enum Inline {
-    Quote(QuoteSyntax),
-    Cite(cite::Citation),
-}
-
-impl Inline {
-    fn span(&self) -> Range<usize> {
-        match self {
-            Inline::Quote(q) => q.span.clone(),
-            Inline::Cite(c) => c.span.clone(),
-        }
-    }
-}
-
 impl Doc {
     /// Labels of the labelled display equations, in order (their numbers are positions + 1).
     pub fn equation_labels(&self) -> Vec<&str> {
@@ -149,79 +141,73 @@ pub struct Link {
 
 /// Parses a chapter body. Problems (malformed quotes, bad block options) are returned alongside.
 pub fn parse(chapter: &Chapter) -> (Doc, Vec<Diagnostic>) {
-    let body = chapter.body();
-    let base = chapter.body_offset;
-    let mut diagnostics = Vec::new();
-    let (quotes, errors) = syntax::scan(body, base, &excluded_ranges(body, base));
-
-    for e in errors {
-        diagnostics.push(
-            Diagnostic::error(e.message)
-                .at(chapter.location(e.span))
-                .with_help(e.help),
-        );
-    }
-    let excluded = excluded_ranges(body, base);
-    let cites = cite::scan(body, base, &excluded);
-    let mut inlines: Vec<Inline> = quotes.into_iter().map(Inline::Quote).collect();
-    let cites: Vec<Inline> = cites
-        .into_iter()
-        .filter(|c| !inlines.iter().any(|i| overlaps(&i.span(), &c.span)))
-        .map(Inline::Cite)
-        .collect();
-    inlines.extend(cites);
-    inlines.sort_by_key(|i| i.span().start);
-    let masked = mask(body, base, &inlines);
-    let mut builder = Builder::new(chapter, inlines);
-    builder.run(&masked);
-    diagnostics.extend(builder.diagnostics);
-    (builder.doc, diagnostics)
-}
-
-/// Code and math ranges (file offsets), where quote syntax is not recognised.
-fn excluded_ranges(body: &str, base: usize) -> Vec<Range<usize>> {
-    let mut ranges = Vec::new();
-    let mut code_start = None;
-    for (event, range) in new_parser(body) {
-        match event {
-            Event::Code(_)
-            | Event::InlineMath(_)
-            | Event::DisplayMath(_)
-            | Event::Html(_)
-            | Event::InlineHtml(_) => ranges.push(base + range.start..base + range.end),
-            Event::Start(Tag::CodeBlock(_)) => code_start = Some(range.start),
-            Event::End(TagEnd::CodeBlock) => {
-                if let Some(start) = code_start.take() {
-                    ranges.push(base + start..base + range.end);
-                }
-            }
-            _ => {}
+    let (mut inlines, mut diagnostics) = inline::recognise(chapter);
+    loop {
+        let mut builder = Builder::new(chapter, inlines.clone());
+        builder.run(&inline::mask(chapter, &inlines));
+        if builder.unplaced.is_empty() {
+            diagnostics.extend(builder.diagnostics);
+            return (builder.doc, diagnostics);
         }
+        // A masked construct that did not come back as text would leak its mask onto the page:
+        // parse again with it unmasked (plain Markdown) and say so. Each round drops at least
+        // one, so this ends.
+        for span in &builder.unplaced {
+            diagnostics.push(unplaced(chapter, span.clone()));
+        }
+        inlines.retain(|i| !builder.unplaced.contains(&i.span()));
     }
-    ranges
 }
 
-/// Replaces each quote by inert letters of the same byte length, so offsets stay valid and
-/// inline parsing cannot pair anything inside it.
-fn mask(body: &str, base: usize, inlines: &[Inline]) -> String {
-    let mut bytes = body.as_bytes().to_vec();
-    for inline in inlines {
-        let span = inline.span();
-        bytes[span.start - base..span.end - base].fill(b'Q');
-    }
-    String::from_utf8(bytes).unwrap_or_else(|_| body.to_string())
+fn unplaced(chapter: &Chapter, span: Range<usize>) -> Diagnostic {
+    Diagnostic::warning(format!(
+        "`{}` is not plain text here, so it is shown as written",
+        &chapter.source[span.clone()]
+    ))
+    .at(chapter.location(span))
+    .with_help("move the quote or citation out of the surrounding Markdown construct")
 }
 
-fn overlaps(a: &Range<usize>, b: &Range<usize>) -> bool {
-    a.start < b.end && b.start < a.end
+/// Start or end of a block (anything but an inline span such as emphasis or a link).
+fn block_boundary(event: &Event<'_>) -> bool {
+    match event {
+        Event::Start(tag) => !matches!(
+            tag,
+            Tag::Emphasis
+                | Tag::Strong
+                | Tag::Strikethrough
+                | Tag::Superscript
+                | Tag::Subscript
+                | Tag::Link { .. }
+                | Tag::Image { .. }
+        ),
+        Event::End(tag) => !matches!(
+            tag,
+            TagEnd::Emphasis
+                | TagEnd::Strong
+                | TagEnd::Strikethrough
+                | TagEnd::Superscript
+                | TagEnd::Subscript
+                | TagEnd::Link
+                | TagEnd::Image
+        ),
+        _ => false,
+    }
 }
 
 struct Builder<'c> {
     chapter: &'c Chapter,
     doc: Doc,
     diagnostics: Vec<Diagnostic>,
-    inline_queue: std::vec::IntoIter<Inline>,
-    next_inline: Option<Inline>,
+    /// Recognised quotes and citations, in source order; `next` is the first not yet placed.
+    inlines: Vec<Inline>,
+    next: usize,
+    /// Spans of inlines that no text event carried (see [`parse`]).
+    unplaced: Vec<Range<usize>>,
+    /// Depth of open autolinks, whose text is a URL and never syntax.
+    autolinks: usize,
+    /// Unescaped `$` seen in text since the last block boundary (file offsets).
+    dollars: Vec<usize>,
     code: Option<experiment::CodeState>,
     /// Open heading: piece index of its start marker, level, explicit id, span, plain text.
     heading: Option<OpenHeading>,
@@ -233,20 +219,23 @@ struct OpenHeading {
     piece: usize,
     level: HeadingLevel,
     id: Option<String>,
+    classes: Vec<String>,
+    attrs: Vec<(String, Option<String>)>,
     span: Range<usize>,
     text: String,
 }
 
 impl<'c> Builder<'c> {
     fn new(chapter: &'c Chapter, inlines: Vec<Inline>) -> Self {
-        let mut inline_queue = inlines.into_iter();
-        let next_inline = inline_queue.next();
         Builder {
             chapter,
             doc: Doc::default(),
             diagnostics: Vec::new(),
-            inline_queue,
-            next_inline,
+            inlines,
+            next: 0,
+            unplaced: Vec::new(),
+            autolinks: 0,
+            dollars: Vec::new(),
             code: None,
             heading: None,
             paragraph_start: None,
@@ -260,6 +249,19 @@ impl<'c> Builder<'c> {
             let span = base + range.start..base + range.end;
             self.event(event.into_static(), span);
         }
+        self.skip_passed(usize::MAX);
+        self.flush_dollars();
+    }
+
+    /// Marks the inlines that start before `at` and were not placed.
+    fn skip_passed(&mut self, at: usize) {
+        while let Some(inline) = self.inlines.get(self.next) {
+            if inline.span().start >= at {
+                break;
+            }
+            self.unplaced.push(inline.span());
+            self.next += 1;
+        }
     }
 
     fn event(&mut self, event: Event<'static>, span: Range<usize>) {
@@ -271,18 +273,46 @@ impl<'c> Builder<'c> {
             }
             return;
         }
+        if block_boundary(&event) {
+            self.flush_dollars();
+        }
         match event {
             Event::Start(Tag::CodeBlock(kind)) => self.start_code(kind, span),
             Event::InlineMath(tex) => self.math(tex.to_string(), false, span),
             Event::DisplayMath(tex) => self.math(tex.to_string(), true, span),
             Event::Text(text) => self.text(text.to_string(), span),
-            Event::Start(Tag::Heading { level, id, .. }) => {
-                self.start_heading(level, id.map(|i| i.to_string()), span)
-            }
+            Event::Start(Tag::Heading {
+                level,
+                id,
+                classes,
+                attrs,
+            }) => self.start_heading(OpenHeading {
+                piece: self.doc.pieces.len(),
+                level,
+                id: id.map(|i| i.to_string()),
+                classes: classes.iter().map(|c| c.to_string()).collect(),
+                attrs: attrs
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.as_ref().map(|v| v.to_string())))
+                    .collect(),
+                span,
+                text: String::new(),
+            }),
             Event::End(TagEnd::Heading(_)) => self.end_heading(),
-            Event::Start(Tag::Link { ref dest_url, .. })
-            | Event::Start(Tag::Image { ref dest_url, .. }) => {
+            Event::Start(Tag::Link {
+                ref dest_url,
+                link_type,
+                ..
+            })
+            | Event::Start(Tag::Image {
+                ref dest_url,
+                link_type,
+                ..
+            }) => {
                 let image = matches!(event, Event::Start(Tag::Image { .. }));
+                if matches!(link_type, LinkType::Autolink | LinkType::Email) {
+                    self.autolinks += 1;
+                }
                 self.doc.links.push(Link {
                     dest: dest_url.to_string(),
                     image,
@@ -303,6 +333,11 @@ impl<'c> Builder<'c> {
             Event::End(TagEnd::Table) => {
                 self.push(Event::End(TagEnd::Table));
                 self.push(Event::Html("</div>\n".into()));
+            }
+            Event::End(TagEnd::Link) => {
+                // Autolinks hold no nested links, so the innermost open link is the one closing.
+                self.autolinks = self.autolinks.saturating_sub(1);
+                self.push(Event::End(TagEnd::Link));
             }
             Event::Code(code) => {
                 self.heading_text(&code);
@@ -336,15 +371,19 @@ impl<'c> Builder<'c> {
     /// Splits text around masked quotes and citations.
     fn text(&mut self, text: String, span: Range<usize>) {
         self.last_text_span = span.clone();
+        self.skip_passed(span.start);
         let mut rest = span.start;
         // Inlines were masked to ASCII letters, so a text event holding one maps 1:1 to source.
         let exact = span.len() == text.len();
-        while let Some(inline) = self.next_inline.take() {
+        if exact && self.autolinks == 0 {
+            self.note_dollars(&text, span.start);
+        }
+        while let Some(inline) = self.inlines.get(self.next).cloned() {
             let at = inline.span();
-            if !exact || at.start < rest || at.end > span.end {
-                self.next_inline = Some(inline);
+            if !exact || at.end > span.end {
                 break;
             }
+            self.next += 1;
             self.plain_text(&text[rest - span.start..at.start - span.start], Some(rest));
             rest = at.end;
             match inline {
@@ -358,7 +397,6 @@ impl<'c> Builder<'c> {
                         .push(Piece::Cite(self.doc.citations.len() - 1));
                 }
             }
-            self.next_inline = self.inline_queue.next();
         }
         self.plain_text(&text[rest - span.start..], exact.then_some(rest));
     }
@@ -380,10 +418,13 @@ impl<'c> Builder<'c> {
     /// Pushes text, turning cross-references into pieces; `at` is the text's file offset when
     /// the text maps byte for byte onto the source (references elsewhere stay text).
     fn plain_text(&mut self, text: &str, at: Option<usize>) {
-        let Some(at) = at.filter(|_| text.contains('@')) else {
+        let Some(at) = at.filter(|_| text.contains('@') && self.autolinks == 0) else {
             return self.push_text(text);
         };
-        for part in refs::split(text, at) {
+        // Mid-text, a backslash before `@` is literal (an escape would have split the event);
+        // only a backslash just before the event can have escaped its first `@`.
+        let escaped_start = inline::escaped(&self.chapter.source, at);
+        for part in refs::split(text, at, escaped_start) {
             match part {
                 Err(text) => self.push_text(text),
                 Ok(r) => {
@@ -403,15 +444,27 @@ impl<'c> Builder<'c> {
         }
     }
 
-    fn start_heading(&mut self, level: HeadingLevel, id: Option<String>, span: Range<usize>) {
-        self.heading = Some(OpenHeading {
-            piece: self.doc.pieces.len(),
-            level,
-            id,
-            span,
-            text: String::new(),
-        });
+    fn start_heading(&mut self, open: OpenHeading) {
+        self.heading = Some(open);
         self.doc.pieces.push(Piece::HeadingStart(usize::MAX));
+    }
+
+    /// Remembers where unescaped `$` stand in exact text (file offset `at`).
+    fn note_dollars(&mut self, text: &str, at: usize) {
+        let source = &self.chapter.source;
+        self.dollars.extend(
+            text.match_indices('$')
+                .map(|(i, _)| at + i)
+                .filter(|&p| !inline::escaped(source, p)),
+        );
+    }
+
+    /// At a block boundary: `$` pairs left in the block's text are formulas the parser refused.
+    fn flush_dollars(&mut self) {
+        let dollars = std::mem::take(&mut self.dollars);
+        for stray in stray_math::find(&self.chapter.source, &dollars) {
+            self.diagnostics.push(stray.diagnostic(self.chapter));
+        }
     }
 
     fn end_heading(&mut self) {
@@ -428,6 +481,8 @@ impl<'c> Builder<'c> {
             html: String::new(),
             level,
             id,
+            classes: open.classes,
+            attrs: open.attrs,
             text: open.text.trim().to_string(),
             span: open.span,
         });

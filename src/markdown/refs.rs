@@ -57,11 +57,15 @@ static EQ_LABEL: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 /// Splits `text` (starting at file offset `at`) into plain runs and references.
-pub(super) fn split(text: &str, at: usize) -> Vec<Result<CrossRef, &str>> {
+/// `escaped_start`: the text follows a backslash escape, so an `@` at its very start is literal.
+pub(super) fn split(text: &str, at: usize, escaped_start: bool) -> Vec<Result<CrossRef, &str>> {
     let mut out = Vec::new();
     let mut rest = 0;
     for caps in REF.captures_iter(text) {
         let whole = caps.get(0).expect("group 0");
+        if whole.start() == 0 && escaped_start {
+            continue;
+        }
         // `name@fig:x` is an e-mail-like word, not a reference; `如@fig:x所示` is one.
         if text[..whole.start()]
             .chars()
@@ -114,6 +118,7 @@ mod tests {
         let parts = split(
             "如图 @fig:align 所示，见 @eq:bahdanau/score 和 @ch:luong。",
             100,
+            false,
         );
         let refs: Vec<&CrossRef> = parts.iter().filter_map(|p| p.as_ref().ok()).collect();
         assert_eq!(refs.len(), 3);
@@ -140,21 +145,27 @@ mod tests {
 
     #[test]
     fn a_trailing_full_stop_is_not_part_of_the_name() {
-        let parts = split("See @fig:curve.", 0);
+        let parts = split("See @fig:curve.", 0, false);
         assert_eq!(parts[1].as_ref().unwrap().name, "curve");
         assert_eq!(parts[2], Err("."));
     }
 
     #[test]
     fn chinese_text_may_touch_a_reference() {
-        let parts = split("如@fig:x所示", 0);
+        let parts = split("如@fig:x所示", 0, false);
         assert_eq!(parts[1].as_ref().unwrap().name, "x");
         assert_eq!(parts[2], Err("所示"));
     }
 
     #[test]
     fn e_mail_like_words_are_not_references() {
-        assert!(split("mail me@fig:x", 0).iter().all(|p| p.is_err()));
+        assert!(split("mail me@fig:x", 0, false).iter().all(|p| p.is_err()));
+    }
+
+    #[test]
+    fn an_escaped_at_sign_is_literal() {
+        assert!(split("@fig:x", 0, true).iter().all(|p| p.is_err()));
+        assert!(split("@fig:x", 0, false)[0].is_ok());
     }
 
     #[test]

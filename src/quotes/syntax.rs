@@ -137,7 +137,8 @@ pub fn scan(
     }
     for m in UNCLOSED.find_iter(text) {
         let span = base + m.start()..base + m.end();
-        if outside(&span)
+        // Only where `]{=` stands matters: the unclosed rest may run past the end of the text.
+        if outside(&(span.start..span.start + 3))
             && !quotes
                 .iter()
                 .any(|q| q.span.start < span.end && span.start < q.span.end)

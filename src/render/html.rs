@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use pulldown_cmark::{Event, Tag, html};
+use pulldown_cmark::{Event, Tag, TagEnd, html};
 
 use crate::lab::{BlockOutput, ChapterRun};
 use crate::markdown::{Doc, Experiment, Piece, PlacementKind};
@@ -39,13 +39,80 @@ pub struct PageInputs<'a> {
 pub fn body_html(inputs: &PageInputs<'_>) -> String {
     let numbering = Numbering::new(inputs);
     let mut out = String::new();
-    let events = inputs
-        .doc
-        .pieces
-        .iter()
-        .map(|piece| piece_event(inputs, &numbering, piece));
+    let mut enclosing = Enclosing::default();
+    let events = inputs.doc.pieces.iter().map(|piece| {
+        enclosing.update(piece);
+        match enclosing.plain_text(inputs, piece) {
+            Some(text) => Event::Text(text.into()),
+            None => piece_event(inputs, &numbering, piece),
+        }
+    });
     html::push_html(&mut out, events);
     out
+}
+
+/// How many links and images a piece stands inside.
+#[derive(Default)]
+struct Enclosing {
+    links: usize,
+    images: usize,
+}
+
+impl Enclosing {
+    fn update(&mut self, piece: &Piece) {
+        match piece {
+            Piece::Event(Event::Start(Tag::Link { .. })) => self.links += 1,
+            Piece::Event(Event::End(TagEnd::Link)) => self.links = self.links.saturating_sub(1),
+            Piece::Event(Event::Start(Tag::Image { .. })) => self.images += 1,
+            Piece::Event(Event::End(TagEnd::Image)) => self.images = self.images.saturating_sub(1),
+            _ => {}
+        }
+    }
+
+    /// The plain text a piece shows instead of its markup, where markup cannot stand: link text
+    /// cannot hold the `<a>` of a reference or citation (nested links are invalid HTML), and
+    /// image alt text keeps only text (pulldown-cmark would escape markup into the attribute).
+    fn plain_text(&self, inputs: &PageInputs<'_>, piece: &Piece) -> Option<String> {
+        if self.links == 0 && self.images == 0 {
+            return None;
+        }
+        match piece {
+            Piece::Cite(i) => Some(html_text(
+                inputs.citations.get(*i).map_or("", String::as_str),
+            )),
+            Piece::Ref(i) => Some(ref_text(
+                &inputs.doc.refs[*i],
+                inputs.refs.get(*i).and_then(Option::as_ref),
+            )),
+            Piece::Quote(i) if self.images > 0 => Some(inputs.bindings[*i].shown.clone()),
+            Piece::Math(i) if self.images > 0 => Some(inputs.doc.maths[*i].tex.clone()),
+            _ => None,
+        }
+    }
+}
+
+/// The text of a fragment of HTML we or hayagriva wrote: tags dropped, the entities such
+/// writers produce decoded (pulldown-cmark escapes the text again).
+fn html_text(html: &str) -> String {
+    let mut text = String::with_capacity(html.len());
+    let mut rest = html;
+    while let Some(open) = rest.find('<') {
+        text.push_str(&rest[..open]);
+        rest = rest[open..]
+            .find('>')
+            .map_or("", |close| &rest[open + close + 1..]);
+    }
+    text.push_str(rest);
+    [
+        ("&lt;", "<"),
+        ("&gt;", ">"),
+        ("&quot;", "\""),
+        ("&#39;", "'"),
+        ("&#x27;", "'"),
+        ("&amp;", "&"),
+    ]
+    .iter()
+    .fold(text, |t, (entity, c)| t.replace(entity, c))
 }
 
 /// The content of every heading as HTML (math rendered, links dropped), for the TOC; one pass
@@ -155,7 +222,7 @@ fn piece_event(
         Piece::HeadingStart(i) => {
             let h = &inputs.doc.headings[*i];
             let id = escape(&h.id);
-            Event::Html(format!("<h{l} id=\"{id}\"><a class=\"anchor\" href=\"#{id}\" aria-hidden=\"true\">#</a>", l = h.level).into())
+            Event::Html(format!("<h{l} id=\"{id}\"{attrs}><a class=\"anchor\" href=\"#{id}\" aria-hidden=\"true\">#</a>", l = h.level, attrs = heading_attributes(h)).into())
         }
         Piece::HeadingEnd(i) => {
             Event::Html(format!("</h{}>\n", inputs.doc.headings[*i].level).into())
@@ -212,7 +279,7 @@ fn rewrite_destination(event: &Event<'static>, base_path: &str) -> Event<'static
 fn code_html(highlighter: &highlight::Highlighter, lang: Option<&str>, text: &str) -> String {
     let body = lang
         .and_then(|l| highlighter.highlight(text, l))
-        .unwrap_or_else(|| escape(text));
+        .unwrap_or_else(|| escape_body(text));
     match lang {
         Some(l) => format!(
             "<pre><code class=\"language-{}\">{body}</code></pre>\n",
@@ -240,6 +307,29 @@ fn math_html(math: &crate::markdown::Math, rendered: &Result<String, MathError>)
                 tex = escape(tex)
             )
         }
+    }
+}
+
+/// `{.class key=value key2}` of a heading as HTML attributes, written as pulldown-cmark writes
+/// them (`key2=""`); an attribute without a name (`{=x}`) would be invalid HTML and is left out.
+fn heading_attributes(h: &crate::markdown::Heading) -> String {
+    let mut out = String::new();
+    if !h.classes.is_empty() {
+        let _ = write!(out, " class=\"{}\"", escape(&h.classes.join(" ")));
+    }
+    for (key, value) in h.attrs.iter().filter(|(key, _)| !key.is_empty()) {
+        let _ = match value {
+            Some(value) => write!(out, " {}=\"{}\"", escape(key), escape(value)),
+            None => write!(out, " {}=\"\"", escape(key)),
+        };
+    }
+    out
+}
+
+fn ref_text(r: &crate::markdown::refs::CrossRef, resolved: Option<&xref::Resolved>) -> String {
+    match resolved {
+        Some(done) => done.text.clone(),
+        None => format!("@{}:{}", r.kind.prefix(), r.name),
     }
 }
 
@@ -391,6 +481,14 @@ fn looks_numeric(cell: &str) -> bool {
     !t.is_empty()
         && t.chars()
             .all(|c| c.is_ascii_digit() || ".,-+eE%x×−".contains(c))
+}
+
+/// HTML-escapes element content as pulldown-cmark does for code (`"` and `'` kept), so a code
+/// block reads byte for byte as pulldown-cmark would write it.
+fn escape_body(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let _ = pulldown_cmark_escape::escape_html_body_text(&mut out, text);
+    out
 }
 
 /// HTML-escapes text (via pulldown-cmark's escaper).

@@ -15,6 +15,46 @@ use super::cache::Cache;
 pub struct MathError {
     /// The cleaned message, e.g. `Expected '}', got 'EOF' at end of input: \frac{a}{`.
     pub message: String,
+    /// Where KaTeX points in the formula, as two lines: the TeX around the spot and a row of
+    /// carets under it (KaTeX marks the spot with U+0332 combining underlines).
+    pub pointer: Option<String>,
+}
+
+impl MathError {
+    /// Reads an unwrapped KaTeX message: `MESSAGE at position N: CONTEXT` with the offending
+    /// part of CONTEXT underlined becomes `MESSAGE at position N` plus a caret pointer.
+    fn from_katex(text: &str) -> Self {
+        const UNDERLINE: char = '\u{332}';
+        let collapse = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+        let Some((message, context)) = split_position(text).filter(|_| text.contains(UNDERLINE))
+        else {
+            return MathError {
+                message: collapse(&text.replace(UNDERLINE, "")),
+                pointer: None,
+            };
+        };
+        let (mut shown, mut carets) = (String::new(), String::new());
+        for c in context.chars() {
+            if c == UNDERLINE {
+                carets.pop();
+                carets.push('^');
+                continue;
+            }
+            shown.push(if c.is_whitespace() { ' ' } else { c });
+            carets.push(' ');
+        }
+        MathError {
+            message: collapse(message),
+            pointer: Some(format!("{shown}\n{}", carets.trim_end())),
+        }
+    }
+}
+
+/// `MESSAGE at position N: CONTEXT` -> (`MESSAGE at position N`, `CONTEXT`).
+fn split_position(text: &str) -> Option<(&str, &str)> {
+    let at = text.rfind(" at position ")?;
+    let colon = at + text[at..].find(": ")?;
+    Some((&text[..colon], &text[colon + 2..]))
 }
 
 /// Renders formulas with the site's macros.
@@ -35,6 +75,8 @@ impl MathRenderer {
         opts.set_throw_on_error(true);
         let mut salt = blake3::Hasher::new();
         salt.update(katex::KATEX_VERSION.as_bytes());
+        // Cached errors are KaTeX's unwrapped messages; older caches held them mangled.
+        salt.update(b"errors-v2");
         for (name, body) in macros {
             opts.add_macro(name.clone(), body.clone());
             salt.update(format!("{name}\u{0}{body}\u{0}").as_bytes());
@@ -47,11 +89,15 @@ impl MathRenderer {
 
     /// Renders one formula.
     pub fn render(&self, tex: &str, display: bool) -> Result<String, MathError> {
+        self.render_raw(tex, display)
+            .map_err(|message| MathError::from_katex(&message))
+    }
+
+    /// Renders one formula; an error is KaTeX's unwrapped message, as the cache keeps it.
+    fn render_raw(&self, tex: &str, display: bool) -> Result<String, String> {
         let mut opts = self.opts.clone();
         opts.set_display_mode(display);
-        katex::render_with_opts(tex, &opts).map_err(|e| MathError {
-            message: clean_error(&e.to_string()),
-        })
+        katex::render_with_opts(tex, &opts).map_err(|e| unwrap_error(&e.to_string()))
     }
 
     /// Renders many formulas in parallel, each distinct `(tex, display)` once and only if the
@@ -75,12 +121,7 @@ impl MathRenderer {
         missing.dedup_by_key(|m| m.2);
         let fresh: Vec<(String, Result<String, String>)> = missing
             .par_iter()
-            .map(|&(tex, display, key)| {
-                (
-                    key.to_string(),
-                    self.render(tex, display).map_err(|e| e.message),
-                )
-            })
+            .map(|&(tex, display, key)| (key.to_string(), self.render_raw(tex, display)))
             .collect();
         for (key, result) in fresh {
             cache.insert(key, result);
@@ -88,13 +129,9 @@ impl MathRenderer {
         keys.iter()
             .map(|key| match cache.get(key) {
                 Some(Ok(html)) => Ok(html.clone()),
-                Some(Err(message)) => Err(MathError {
-                    message: message.clone(),
-                }),
+                Some(Err(message)) => Err(MathError::from_katex(message)),
                 // Every missing formula was rendered just above.
-                None => Err(MathError {
-                    message: "the formula was not rendered".into(),
-                }),
+                None => Err(MathError::from_katex("the formula was not rendered")),
             })
             .collect()
     }
@@ -104,19 +141,31 @@ impl MathRenderer {
     }
 }
 
-/// `failed to execute js (detail: String("ParseError: KaTeX parse error: X"))` -> `X`.
-fn clean_error(raw: &str) -> String {
-    let message = raw
-        .split_once("KaTeX parse error: ")
-        .map_or(raw, |(_, rest)| rest);
-    let message = message.trim_end_matches(['"', ')']);
-    unescape_debug(message)
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ")
+/// KaTeX's own message out of the JS wrapper the `katex` crate puts around it:
+/// `failed to execute js (detail: String("ParseError: KaTeX parse error: X"))` -> `X`, with
+/// Rust's `{:?}` escapes undone (so `\u{332}` is the underline KaTeX wrote, not text).
+fn unwrap_error(raw: &str) -> String {
+    let detail = raw
+        .strip_prefix("failed to execute js (detail: ")
+        .and_then(|d| d.strip_suffix(')'))
+        .unwrap_or(raw);
+    let detail = match detail
+        .strip_prefix("String(\"")
+        .and_then(|d| d.strip_suffix("\")"))
+    {
+        Some(quoted) => unescape_debug(quoted),
+        None => detail.to_string(),
+    };
+    if let Some(message) = detail.strip_prefix("ParseError: KaTeX parse error: ") {
+        message.to_string()
+    } else if detail.contains("stack overflow") || detail.contains("too much recursion") {
+        "the formula is nested too deeply for KaTeX (it ran out of stack)".to_string()
+    } else {
+        format!("KaTeX failed: {detail}")
+    }
 }
 
-/// Undoes Rust's `{:?}` escaping (`\\`, `\n`, `\"`) in one left-to-right pass.
+/// Undoes Rust's `{:?}` escaping of a string in one left-to-right pass.
 fn unescape_debug(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut chars = text.chars();
@@ -126,12 +175,37 @@ fn unescape_debug(text: &str) -> String {
             continue;
         }
         match chars.next() {
-            Some('n') | Some('t') => out.push(' '),
+            Some('n') => out.push('\n'),
+            Some('t') => out.push('\t'),
+            Some('r') => out.push('\r'),
+            Some('0') => out.push('\0'),
+            Some('u') => out.push(unicode_escape(&mut chars)),
             Some(other) => out.push(other),
             None => out.push('\\'),
         }
     }
     out
+}
+
+/// The character of a `{XXXX}` hex escape (after `\u`); U+FFFD if malformed.
+fn unicode_escape(chars: &mut std::str::Chars<'_>) -> char {
+    let rest = chars.as_str();
+    let parsed = rest
+        .strip_prefix('{')
+        .and_then(|r| r.split_once('}'))
+        .map(|(hex, after)| {
+            (
+                u32::from_str_radix(hex, 16).ok().and_then(char::from_u32),
+                after,
+            )
+        });
+    match parsed {
+        Some((c, after)) => {
+            *chars = after.chars();
+            c.unwrap_or(char::REPLACEMENT_CHARACTER)
+        }
+        None => char::REPLACEMENT_CHARACTER,
+    }
 }
 
 #[cfg(test)]
@@ -162,6 +236,38 @@ mod tests {
         assert!(err.message.contains("expected '}'"), "{}", err.message);
         let err = r.render("\\nabla \\left( x\n", true).unwrap_err();
         assert!(err.message.ends_with("\\left( x"), "{}", err.message);
+    }
+
+    #[test]
+    fn an_undefined_command_is_named_plainly_with_a_caret_under_it() {
+        let r = MathRenderer::new(&BTreeMap::new());
+        let err = r.render("a + \\foo", false).unwrap_err();
+        assert_eq!(
+            err.message,
+            "Undefined control sequence: \\foo at position 5"
+        );
+        assert_eq!(err.pointer.as_deref(), Some("a + \\foo\n    ^^^^"));
+    }
+
+    #[test]
+    fn a_too_deep_formula_says_so_without_the_js_wrapper() {
+        let r = MathRenderer::new(&BTreeMap::new());
+        let deep = format!("{}x{}", "{".repeat(3000), "}".repeat(3000));
+        let err = r.render(&deep, false).unwrap_err();
+        assert_eq!(
+            err.message,
+            "the formula is nested too deeply for KaTeX (it ran out of stack)"
+        );
+    }
+
+    #[test]
+    fn cached_errors_keep_their_pointer() {
+        let r = MathRenderer::new(&BTreeMap::new());
+        let mut cache = MathCache::in_memory();
+        let first = r.render_all(&[("\\foo", false)], &mut cache);
+        let again = r.render_all(&[("\\foo", false)], &mut cache);
+        assert_eq!(first, again);
+        assert!(first[0].as_ref().unwrap_err().pointer.is_some());
     }
 
     #[test]

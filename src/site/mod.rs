@@ -291,13 +291,15 @@ fn render_math(
         let results: Vec<_> = rendered.by_ref().take(chapter.doc.maths.len()).collect();
         for (m, r) in chapter.doc.maths.iter().zip(&results) {
             if let Err(e) = r {
-                diagnostics.push(
-                    // A warning, as DESIGN §3.2 asks: the page shows the formula in a red box,
-                    // and `--strict` (CI, publishing) turns it into a failure.
-                    Diagnostic::warning(format!("KaTeX cannot render this formula: {}", e.message))
-                        .at(chapter.location(m.span.clone()))
-                        .with_help("fix the TeX (KaTeX supports most of LaTeX math; see katex.org/docs/supported); the page shows it in a red box until then"),
-                );
+                // A warning, as DESIGN §3.2 asks: the page shows the formula in a red box,
+                // and `--strict` (CI, publishing) turns it into a failure.
+                let mut d = Diagnostic::warning(format!("KaTeX cannot render this formula: {}", e.message))
+                    .at(chapter.location(m.span.clone()))
+                    .with_help("fix the TeX (KaTeX supports most of LaTeX math; see katex.org/docs/supported); the page shows it in a red box until then");
+                if let Some(pointer) = &e.pointer {
+                    d = d.with_note(format!("in the formula:\n{pointer}"));
+                }
+                diagnostics.push(d);
             }
         }
         per_chapter.push(results);
@@ -526,6 +528,8 @@ fn render_chapters(
                 chapter.doc.headings.push(markdown::Heading {
                     level: 2,
                     id: "bibliography".into(),
+                    classes: Vec::new(),
+                    attrs: Vec::new(),
                     text: "参考文献".into(),
                     span: 0..0,
                     html: "参考文献".into(),
