@@ -2,6 +2,7 @@
 //!
 //! Exit codes: 0 ok, 1 verification or check failures, 2 tool or input errors.
 
+use std::io::Write as _;
 use std::process::ExitCode;
 
 use attnbook::cli::{Cli, Plan};
@@ -29,16 +30,25 @@ fn report(outcome: &Outcome) -> ExitCode {
         Some(series) => series.source_of(path),
         None => std::fs::read_to_string(outcome.root.join(path)).ok(),
     };
-    eprint!("{}", diagnostic::render(&sorted, &sources));
+    // A closed pipe (`attnbook build | head -3`) is no reason to panic: what cannot be
+    // written is dropped, and the exit status still tells the outcome.
+    let _ = write!(
+        std::io::stderr(),
+        "{}",
+        diagnostic::render(&sorted, &sources)
+    );
+    let mut stdout = std::io::stdout().lock();
     for line in &outcome.report {
-        println!("{line}");
+        if writeln!(stdout, "{line}").is_err() {
+            break;
+        }
     }
     let (errors, warnings) = (
         outcome.diagnostics.error_count(),
         outcome.diagnostics.warning_count(),
     );
     if errors > 0 && outcome.errors_are_findings {
-        eprintln!("error: {errors} problem(s) found");
+        let _ = writeln!(std::io::stderr(), "error: {errors} problem(s) found");
         ExitCode::from(1)
     } else if errors > 0 {
         let written = if outcome.wrote_sources {
@@ -46,7 +56,10 @@ fn report(outcome: &Outcome) -> ExitCode {
         } else {
             "nothing was written"
         };
-        eprintln!("error: {errors} error(s), {warnings} warning(s); {written}");
+        let _ = writeln!(
+            std::io::stderr(),
+            "error: {errors} error(s), {warnings} warning(s); {written}"
+        );
         ExitCode::from(2)
     } else if outcome.failed_checks {
         ExitCode::from(1)

@@ -2,7 +2,7 @@
 """Generate a synthetic corpus for the build-speed benchmark (bench/build/run.sh).
 
     gen_corpus.py OUT_DIR --pages N [--unique-math] [--no-math] [--format attnbook|mdbook]
-                  [--bare]
+                  [--bare] [--book]
 
 Every page has mixed Chinese/English prose, four `##` sections, a table, a fenced code block
 and 13 formulas (9 inline, 4 display).  The text is drawn from a seeded RNG, so the same
@@ -14,6 +14,10 @@ arguments always give the same bytes, and the two formats get the same page bodi
   --bare turns the search index and highlighting off in site.toml (what Zola does by default).
 - mdbook:   OUT_DIR/book.toml (mdbook-katex pre-rendering HTML+MathML at build time),
   OUT_DIR/src/SUMMARY.md and OUT_DIR/src/chNNNN.md (title as a `#` heading).
+
+--book makes each page a book chapter of twice the length: eight `##` sections, 26 formulas
+(distinct with --unique-math) and three code blocks (Python, Rust, JSON), the size of a real
+chapter, for the small-book row (a handful of such chapters).
 
 Math variants:
 - default:       the 13 formulas are the same on every page (a math cache hits from page 2 on);
@@ -182,9 +186,18 @@ class Page:
             return "```python\n" + CODE_PY.format(n=self.rng.randint(4, 64)) + "```"
         return "```rust\n" + CODE_RS.format(n=self.rng.randint(4, 64)) + "```"
 
-    def body(self) -> str:
+    def chapter_body(self) -> str:
+        """A book chapter: this page's body, then a second part with headings of its own and
+        a JSON block (--book)."""
+        first = self.body()
+        second = self.body(suffix="（续）")
+        config = '```json\n{"d_model": 512, "heads": 8, "d_k": 64, "dropout": 0.1}\n```\n'
+        return first + "\n" + second + "\n" + config
+
+    def body(self, suffix: str = "") -> str:
         rng = self.rng
-        heads = rng.sample(HEADINGS, 4)
+        start = self.formulas
+        heads = [h + suffix for h in rng.sample(HEADINGS, 4)]
         blocks = [self.paragraph([0, 1])]
         # Sections: inline formulas 2..8 and display formulas 0..3 spread over them.
         plan = [([2, 3], 0), ([4, 5], 1), ([6], 2), ([7, 8], 3)]
@@ -197,14 +210,14 @@ class Page:
                 blocks.append(self.table())
             if k == 2:
                 blocks.append(self.code())
-        assert self.formulas == 13
+        assert self.formulas - start == 13
         return "\n\n".join(blocks) + "\n"
 
     def title(self) -> str:
         return f"第 {self.n} 章：{HEADINGS[self.n % len(HEADINGS)]}"
 
 
-def write_attnbook(out: Path, pages: int, math: str, bare: bool = False) -> None:
+def write_attnbook(out: Path, pages: int, math: str, bare: bool = False, book: bool = False) -> None:
     (out / "content").mkdir(parents=True)
     config = (
         'title = "attnbook build benchmark"\n'
@@ -217,7 +230,7 @@ def write_attnbook(out: Path, pages: int, math: str, bare: bool = False) -> None
     (out / "site.toml").write_text(config, encoding="utf-8")
     for n in range(1, pages + 1):
         page = Page(n, math)
-        body = page.body()
+        body = page.chapter_body() if book else page.body()
         front = (
             "+++\n"
             f'title = "{page.title()}"\n'
@@ -230,7 +243,7 @@ def write_attnbook(out: Path, pages: int, math: str, bare: bool = False) -> None
         (out / "content" / f"{n:04d}-chapter-{n:04d}.md").write_text(front + body, encoding="utf-8")
 
 
-def write_mdbook(out: Path, pages: int, math: str) -> None:
+def write_mdbook(out: Path, pages: int, math: str, book: bool = False) -> None:
     (out / "src").mkdir(parents=True)
     toml = '[book]\ntitle = "attnbook build benchmark"\nlanguage = "zh-CN"\nsrc = "src"\n'
     if math != "none":
@@ -240,7 +253,7 @@ def write_mdbook(out: Path, pages: int, math: str) -> None:
     summary = ["# Summary", ""]
     for n in range(1, pages + 1):
         page = Page(n, math)
-        body = page.body()
+        body = page.chapter_body() if book else page.body()
         (out / "src" / f"ch{n:04d}.md").write_text(f"# {page.title()}\n\n{body}", encoding="utf-8")
         summary.append(f"- [{page.title()}](ch{n:04d}.md)")
     (out / "src" / "SUMMARY.md").write_text("\n".join(summary) + "\n", encoding="utf-8")
@@ -256,6 +269,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--format", choices=("attnbook", "mdbook"), default="attnbook")
     ap.add_argument("--bare", action="store_true",
                     help="attnbook: search index and highlighting off (Zola's defaults)")
+    ap.add_argument("--book", action="store_true",
+                    help="each page a full book chapter (26 formulas, 3 code blocks)")
     args = ap.parse_args(argv)
     if args.pages < 1:
         ap.error("--pages must be at least 1")
@@ -267,9 +282,9 @@ def main(argv: list[str] | None = None) -> int:
             ap.error(f"{out} exists and is not a generated corpus; refusing to delete it")
         shutil.rmtree(out)
     if args.format == "attnbook":
-        write_attnbook(out, args.pages, math, args.bare)
+        write_attnbook(out, args.pages, math, args.bare, args.book)
     else:
-        write_mdbook(out, args.pages, math)
+        write_mdbook(out, args.pages, math, args.book)
     return 0
 
 
