@@ -2,8 +2,11 @@
 # Times full builds of synthetic corpora with attnbook and with mdBook 0.5 + mdbook-katex, in
 # one run, and prints one table with pages/s, CPU seconds, peak memory and the ratios.
 #
-#   bench/build/run.sh [--sizes "60 600 3000"] [--mdbook-limit SECONDS] [--rounds 3]
+#   bench/build/run.sh [--sizes "60 600 3000"] [--book 7] [--mdbook-limit SECONDS] [--rounds 3]
 #
+# First the small-book row (`book`): --book chapters (default 7; 0 skips it) of gen_corpus.py's
+# --book kind, each with 26 distinct formulas and three code blocks, Chinese prose, no
+# experiments: the size of a real series, where fixed costs show.
 # For every size and each variant (`unique`: 13 formulas per page, every one distinct;
 # `nomath`: the same pages with the formulas replaced by plain text; `bare`: attnbook only, the
 # no-math corpus with the search index and highlighting off, as Zola builds by default) it
@@ -20,11 +23,13 @@
 set -euo pipefail
 
 sizes="60 600 3000"
+book=7
 mdbook_limit=600
 rounds=3
 while [ $# -gt 0 ]; do
     case "$1" in
         --sizes) sizes="$2"; shift 2 ;;
+        --book) book="$2"; shift 2 ;;
         --mdbook-limit) mdbook_limit="$2"; shift 2 ;;
         --rounds) rounds="$2"; shift 2 ;;
         -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
@@ -94,6 +99,24 @@ measure() {
     printf '  %-14s %-7s %5s pages: %7.2f s wall, %7.2f s CPU, %6.0f MB\n' \
         "$tool" "$variant" "$pages" "$wall" "$(echo "$user + $sys" | bc)" "$(echo "$rss / 1024" | bc)"
 }
+
+if [ "$book" -gt 0 ]; then
+    site="$work/book-$book/attnbook"
+    bookdir="$work/book-$book/mdbook"
+    python3 bench/build/gen_corpus.py "$site" --pages "$book" --unique-math --book --format attnbook
+    python3 bench/build/gen_corpus.py "$bookdir" --pages "$book" --unique-math --book --format mdbook
+    measure attnbook-cold book "$book" "$work/book-$book/attnbook-cold.log" \
+        'rm -rf "$site/.attnbook" "$site/public"' "$attnbook" --root "$site" build
+    if grep -qiE '^(warning|error)' "$work/book-$book/attnbook-cold.log"; then
+        echo "attnbook reported problems on the book:" >&2
+        grep -iE '^(warning|error)' "$work/book-$book/attnbook-cold.log" | head >&2
+        exit 1
+    fi
+    measure attnbook-warm book "$book" "$work/book-$book/attnbook-warm.log" \
+        : "$attnbook" --root "$site" build
+    measure mdbook book "$book" "$work/book-$book/mdbook.log" 'rm -rf "$bookdir/book"' \
+        mdbook build "$bookdir"
+fi
 
 declare -A md_prev_wall md_prev_pages
 for n in $sizes; do
