@@ -44,7 +44,7 @@ use serde::Serialize;
 use super::cache::{self, Cache};
 
 use crate::content::{Chapter, Series};
-use crate::markdown::{Heading, Piece};
+use crate::markdown::{Heading, Piece, is_cjk};
 use crate::render::chapter_url;
 use crate::text::sanitize;
 
@@ -359,17 +359,6 @@ fn normalize(text: &str) -> String {
         out.push(c);
     }
     out
-}
-
-/// Characters written without spaces between them: CJK ideographs and punctuation, kana,
-/// full-width forms. (`search.js` has the same ranges.)
-fn is_cjk(c: char) -> bool {
-    matches!(c,
-        '\u{2E80}'..='\u{9FFF}'
-        | '\u{F900}'..='\u{FAFF}'
-        | '\u{FE30}'..='\u{FE4F}'
-        | '\u{FF00}'..='\u{FFEF}'
-        | '\u{20000}'..='\u{3FFFF}')
 }
 
 #[cfg(test)]
