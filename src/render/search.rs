@@ -17,15 +17,19 @@
 //!   terms of the index, longest first (pairs, here), and asks for all of them.
 //!
 //! One document per section (h2 or h3), so a result links to the place it was found. The text
-//! is that of the prose as Markdown gave it: inline code, inline TeX and quoted numbers as shown
-//! on the page; code blocks, experiments, display math and raw HTML are left out.
+//! is that of the prose as Markdown gave it: inline code and quoted numbers as shown on the
+//! page, inline formulas as readable plain text (`QKᵀ/√d_k`, see `tex_text`) so that snippets
+//! read as prose; code blocks, experiments, display math and raw HTML are left out. The TeX of
+//! a section's inline formulas is stored beside it (`m`), so a query written in TeX
+//! (`\sqrt{d}`) still finds the section.
 //!
 //! The file (keys short because each `docs` entry repeats them):
 //!
 //! ```json
 //! { "version": 1, "heading_weight": 5,
 //!   "docs": [ { "t": "chapter title", "h": "section heading (absent before the first one)",
-//!               "u": "/base/slug/#id", "b": "plain text", "n": 312 } ],
+//!               "u": "/base/slug/#id", "b": "plain text", "n": 312,
+//!               "m": "TeX of the inline formulas, one per line (absent if none)" } ],
 //!   "terms": ["softmax", "注意", "意力", ...], // sorted, lowercase, two characters or more
 //!   "postings": [[doc, count, doc, count, ...], ...] }
 //! ```
@@ -42,6 +46,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use super::cache::{self, Cache};
+use super::tex_text;
 
 use crate::content::{Chapter, Series};
 use crate::markdown::{Heading, Piece, is_cjk};
@@ -51,8 +56,9 @@ use crate::text::sanitize;
 /// Where the index goes, relative to the output root. `search.js` fetches it from beside itself.
 pub const INDEX_PATH: &str = "search-index.json";
 
-/// Bumped whenever the client has to change with the file (2: pairs of ideographs as terms).
-const VERSION: u32 = 2;
+/// Bumped whenever the client has to change with the file (2: pairs of ideographs as terms;
+/// 3: inline formulas as readable text, their TeX in `m`).
+const VERSION: u32 = 3;
 
 /// How many body words one word of a title or heading is worth.
 const HEADING_WEIGHT: u32 = 5;
@@ -82,6 +88,8 @@ struct SearchDoc {
     u: String,
     b: String,
     n: u32,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    m: String,
 }
 
 /// The text of every section of a series, taken out of it so the index can be built on
@@ -110,6 +118,7 @@ impl Sections {
                     },
                     b: sanitize(&section.text).into_owned(),
                     n: 0,
+                    m: sanitize(&section.tex).into_owned(),
                 });
             }
         }
@@ -132,6 +141,7 @@ impl Sections {
                     d.h.as_deref().map_or(&[0xff][..], str::as_bytes),
                     d.u.as_bytes(),
                     d.b.as_bytes(),
+                    d.m.as_bytes(),
                 ]
             })
             .collect();
@@ -262,18 +272,20 @@ struct Section<'a> {
     /// `None` for the text before the first heading (the chapter's summary starts it).
     heading: Option<&'a Heading>,
     text: String,
+    /// The TeX of its inline formulas, one per line.
+    tex: String,
 }
 
 fn sections(chapter: &Chapter) -> Vec<Section<'_>> {
     let doc = &chapter.doc;
     let summary = chapter.front.summary.as_deref().unwrap_or_default();
-    let mut raw = vec![(None, format!("{summary}\n"))];
+    let mut raw = vec![(None, format!("{summary}\n"), String::new())];
     // The text of a section heading is the section's `h`, not part of its body.
     let mut in_section_heading = false;
     for piece in &doc.pieces {
         let text: Cow<'_, str> = match piece {
             Piece::HeadingStart(i) if is_section(&doc.headings[*i]) => {
-                raw.push((Some(&doc.headings[*i]), String::new()));
+                raw.push((Some(&doc.headings[*i]), String::new(), String::new()));
                 in_section_heading = true;
                 continue;
             }
@@ -288,7 +300,13 @@ fn sections(chapter: &Chapter) -> Vec<Section<'_>> {
                 "\n".into()
             }
             Piece::Event(_) => continue,
-            Piece::Math(i) if !doc.maths[*i].display => doc.maths[*i].tex.as_str().into(),
+            Piece::Math(i) if !doc.maths[*i].display => {
+                let tex = &doc.maths[*i].tex;
+                let section = raw.last_mut().expect("starts with one");
+                section.2.push_str(tex);
+                section.2.push('\n');
+                tex_text::readable(tex).into()
+            }
             Piece::Quote(i) => quote_text(chapter, *i).into(),
             Piece::Math(_)
             | Piece::Experiment(_)
@@ -301,9 +319,10 @@ fn sections(chapter: &Chapter) -> Vec<Section<'_>> {
         raw.last_mut().expect("starts with one").1.push_str(&text);
     }
     raw.into_iter()
-        .map(|(heading, text)| Section {
+        .map(|(heading, text, tex)| Section {
             heading,
             text: normalize(&text),
+            tex: tex.trim_end().to_owned(),
         })
         .filter(|s| s.heading.is_some() || !s.text.is_empty())
         .collect()
