@@ -69,6 +69,10 @@ number = 4
 $\operatorname{head}_i = \mathrm{Attn}(Q W_i^Q, K W_i^K, V W_i^V)$，最后把 $h$
 个头的输出拼接起来，乘以输出矩阵 $W^O$ 得到结果；头数越多，每个头的维度
 $d_k = d_{model}/h$ 越小。
+
+## 为何除以 $\sqrt{d_k}$ {#dims}
+
+每个头各自除一次。
 "#,
     ),
 ];
@@ -150,6 +154,7 @@ fn the_index_holds_character_pairs_latin_words_and_section_urls_under_the_base_p
             "/series/scaled/",
             "/series/scaled/#why-scale",
             "/series/heads/",
+            "/series/heads/#dims",
         ]
     );
     // A run of ideographs gives its overlapping pairs.
@@ -200,6 +205,10 @@ fn section_text_is_the_prose_joined_across_line_breaks() {
         docs[0].get("m").is_none(),
         "a section without formulas has no `m`"
     );
+    // A heading's formulas read as text too, and their TeX is kept for queries.
+    let dims = docs.last().unwrap();
+    assert_eq!(dims["h"], "为何除以 √d_k");
+    assert_eq!(dims["m"], "\\sqrt{d_k}");
 }
 
 /// Runs `static/search.js` in Node on the index; `None` if Node is not installed.
@@ -345,7 +354,7 @@ fn snippets_show_formulas_as_text_and_cut_between_words() {
     let json = index_json(&dir.path().join("site"));
     std::fs::write(&file, &json).unwrap();
     let index: Value = serde_json::from_str(&json).unwrap();
-    let body = index["docs"].as_array().unwrap().last().unwrap()["b"]
+    let body = index["docs"].as_array().unwrap()[6]["b"]
         .as_str()
         .unwrap()
         .to_owned();

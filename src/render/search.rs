@@ -111,7 +111,14 @@ impl Sections {
                 // The client shows this text as HTML: no character HTML forbids.
                 docs.push(SearchDoc {
                     t: sanitize(&chapter.front.title).into_owned(),
-                    h: section.heading.map(|h| sanitize(&h.text).into_owned()),
+                    h: section.heading.map(|h| {
+                        let title = if section.title.is_empty() {
+                            &h.text
+                        } else {
+                            &section.title
+                        };
+                        sanitize(title).into_owned()
+                    }),
                     u: match section.heading {
                         Some(h) => format!("{url}#{}", h.id),
                         None => url.clone(),
@@ -271,29 +278,42 @@ fn is_ideograph(c: char) -> bool {
 struct Section<'a> {
     /// `None` for the text before the first heading (the chapter's summary starts it).
     heading: Option<&'a Heading>,
+    /// The heading as the body's text reads: formulas as plain text, not TeX.
+    title: String,
     text: String,
-    /// The TeX of its inline formulas, one per line.
+    /// The TeX of its inline formulas (heading included), one per line.
     tex: String,
+}
+
+impl<'a> Section<'a> {
+    fn new(heading: Option<&'a Heading>, text: String) -> Self {
+        Section {
+            heading,
+            title: String::new(),
+            text,
+            tex: String::new(),
+        }
+    }
 }
 
 fn sections(chapter: &Chapter) -> Vec<Section<'_>> {
     let doc = &chapter.doc;
     let summary = chapter.front.summary.as_deref().unwrap_or_default();
-    let mut raw = vec![(None, format!("{summary}\n"), String::new())];
+    let mut sections = vec![Section::new(None, format!("{summary}\n"))];
     // The text of a section heading is the section's `h`, not part of its body.
     let mut in_section_heading = false;
     for piece in &doc.pieces {
         let text: Cow<'_, str> = match piece {
             Piece::HeadingStart(i) if is_section(&doc.headings[*i]) => {
-                raw.push((Some(&doc.headings[*i]), String::new(), String::new()));
+                sections.push(Section::new(Some(&doc.headings[*i]), String::new()));
                 in_section_heading = true;
                 continue;
             }
-            Piece::HeadingEnd(_) => {
+            Piece::HeadingEnd(_) if in_section_heading => {
                 in_section_heading = false;
-                "\n".into()
+                continue;
             }
-            _ if in_section_heading => continue,
+            Piece::HeadingEnd(_) => "\n".into(),
             Piece::Event(Event::Text(t) | Event::Code(t)) => t.as_ref().into(),
             Piece::Event(Event::End(tag)) if is_inline(tag) => continue,
             Piece::Event(Event::End(_) | Event::SoftBreak | Event::HardBreak | Event::Rule) => {
@@ -302,9 +322,9 @@ fn sections(chapter: &Chapter) -> Vec<Section<'_>> {
             Piece::Event(_) => continue,
             Piece::Math(i) if !doc.maths[*i].display => {
                 let tex = &doc.maths[*i].tex;
-                let section = raw.last_mut().expect("starts with one");
-                section.2.push_str(tex);
-                section.2.push('\n');
+                let section = sections.last_mut().expect("starts with one");
+                section.tex.push_str(tex);
+                section.tex.push('\n');
                 tex_text::readable(tex).into()
             }
             Piece::Quote(i) => quote_text(chapter, *i).into(),
@@ -316,16 +336,21 @@ fn sections(chapter: &Chapter) -> Vec<Section<'_>> {
             // labels ("[1]", "图 2") are not what a reader searches for.
             _ => continue,
         };
-        raw.last_mut().expect("starts with one").1.push_str(&text);
+        let section = sections.last_mut().expect("starts with one");
+        let into = if in_section_heading {
+            &mut section.title
+        } else {
+            &mut section.text
+        };
+        into.push_str(&text);
     }
-    raw.into_iter()
-        .map(|(heading, text, tex)| Section {
-            heading,
-            text: normalize(&text),
-            tex: tex.trim_end().to_owned(),
-        })
-        .filter(|s| s.heading.is_some() || !s.text.is_empty())
-        .collect()
+    for section in &mut sections {
+        section.title = normalize(&section.title);
+        section.text = normalize(&section.text);
+        section.tex.truncate(section.tex.trim_end().len());
+    }
+    sections.retain(|s| s.heading.is_some() || !s.text.is_empty());
+    sections
 }
 
 fn is_section(heading: &Heading) -> bool {
