@@ -35,7 +35,7 @@ pub(crate) fn title_next(area: &Area<'_>, title: &str) -> ChartResult {
 /// it. A sentinel not followed by a self-closing element (nothing was drawn) is dropped.
 pub(crate) fn attach_titles(body: &str) -> String {
     let mut out = String::with_capacity(body.len());
-    let mut lines = body.lines();
+    let mut lines = body.lines().peekable();
     while let Some(line) = lines.next() {
         if !is_sentinel(line) {
             out.push_str(line);
@@ -45,12 +45,12 @@ pub(crate) fn attach_titles(body: &str) -> String {
         // plotters writes text as `<text ..>`, the escaped content, `</text>`.
         let title = lines.next().unwrap_or_default();
         let _close = lines.next();
-        let Some(mark) = lines.next() else { break };
-        match titled(mark, title) {
-            Some(element) => out.push_str(&element),
-            None => out.push_str(mark),
+        // The next line is left to the loop unless it is the mark (it may be another sentinel).
+        if let Some(element) = lines.peek().and_then(|mark| titled(mark, title)) {
+            lines.next();
+            out.push_str(&element);
+            out.push('\n');
         }
-        out.push('\n');
     }
     out
 }
@@ -142,9 +142,13 @@ mod tests {
     #[test]
     fn sentinel_without_a_mark_is_dropped() {
         let sentinel = "<text font-family=\"lab-mark-title\">\nt\n</text>\n";
-        let body = format!("{sentinel}<text x=\"1\">\nlabel\n</text>\n{sentinel}");
-        let out = attach_titles(&body);
-        assert!(!out.contains("lab-mark"), "{out}");
+        let body = format!(
+            "{sentinel}<text x=\"1\">\nlabel\n</text>\n{sentinel}{sentinel}<rect x=\"2\"/>\n{sentinel}"
+        );
+        assert_eq!(
+            attach_titles(&body),
+            "<text x=\"1\">\nlabel\n</text>\n<rect class=\"lab-mark\" x=\"2\"><title>t</title></rect>\n"
+        );
     }
 
     #[test]
