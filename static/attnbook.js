@@ -156,3 +156,87 @@
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
   else init();
 })();
+
+/*
+ * Charts from the lab crate: every bar, heatmap cell and line point (`.lab-mark`) carries an SVG
+ * <title> that the browser shows on hover without this script. With it, a chart that has marks
+ * is one tab stop and the arrow keys move between its marks: Left/Right to the previous/next
+ * mark in drawing order (along a bar chart, a heatmap row, a series), Up/Down to the nearest mark
+ * straight above/below (the same heatmap column, another series at the same x), Home/End to the
+ * first/last. The current mark gets the class `is-current` (a ring in style.css) and its title is
+ * announced through a polite live region next to the chart.
+ */
+(function () {
+  "use strict";
+
+  function centre(mark) {
+    var b = mark.getBBox();
+    return { x: b.x + b.width / 2, y: b.y + b.height / 2, half: Math.max(b.width / 2, 1) };
+  }
+
+  // The mark nearest straight below (dir 1) or above (dir -1) mark i, or i itself if none.
+  function vertical(marks, i, dir) {
+    var from = centre(marks[i]);
+    var best = i;
+    var bestDy = Infinity;
+    for (var j = 0; j < marks.length; j++) {
+      var c = centre(marks[j]);
+      var dy = (c.y - from.y) * dir;
+      if (j !== i && dy > 0 && Math.abs(c.x - from.x) <= from.half && dy < bestDy) {
+        best = j;
+        bestDy = dy;
+      }
+    }
+    return best;
+  }
+
+  // The mark `key` moves to from mark i, or -1 if the key is not ours.
+  function target(marks, i, key) {
+    switch (key) {
+      case "ArrowRight": return Math.min(i + 1, marks.length - 1);
+      case "ArrowLeft": return Math.max(i - 1, 0);
+      case "ArrowDown": return vertical(marks, i, 1);
+      case "ArrowUp": return vertical(marks, i, -1);
+      case "Home": return 0;
+      case "End": return marks.length - 1;
+      default: return -1;
+    }
+  }
+
+  function setUp(svg) {
+    var marks = svg.querySelectorAll(".lab-mark");
+    if (!marks.length) return;
+    var live = document.createElement("p");
+    live.className = "visually-hidden";
+    live.setAttribute("aria-live", "polite");
+    svg.parentNode.insertBefore(live, svg.nextSibling);
+    svg.setAttribute("tabindex", "0");
+    var current = 0;
+    function show(i) {
+      marks[current].classList.remove("is-current");
+      current = i;
+      marks[i].classList.add("is-current");
+      var title = marks[i].querySelector("title");
+      live.textContent = title ? title.textContent : "";
+    }
+    svg.addEventListener("focus", function () { show(current); });
+    svg.addEventListener("blur", function () {
+      marks[current].classList.remove("is-current");
+      live.textContent = "";
+    });
+    svg.addEventListener("keydown", function (event) {
+      var i = target(marks, current, event.key);
+      if (i < 0) return;
+      event.preventDefault(); // the arrows would scroll the page
+      show(i);
+    });
+  }
+
+  function init() {
+    var charts = document.querySelectorAll("svg.lab-chart");
+    for (var i = 0; i < charts.length; i++) setUp(charts[i]);
+  }
+
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
+  else init();
+})();

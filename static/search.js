@@ -30,10 +30,11 @@
 (function () {
   "use strict";
 
-  var VERSION = 2; // of search-index.json
+  var VERSION = 3; // of search-index.json
   var MAX_RESULTS = 10;
   var SNIPPET_BEFORE = 24; // characters of context around the first match
   var SNIPPET_AFTER = 72;
+  var SNIPPET_STRETCH = 16; // characters a snippet may grow so as not to end inside a word
   var BM25_K1 = 1.2; // the usual BM25 constants
   var BM25_B = 0.75;
 
@@ -72,6 +73,9 @@
         url: d.u,
         body: d.b,
         lowBody: d.b.toLowerCase(),
+        // The TeX of the section's inline formulas (the body has them as readable text):
+        // matched, so that `\sqrt{d}` finds its section, but never shown.
+        lowMath: (d.m || "").toLowerCase(),
         lowHead: head.toLowerCase(),
         length: Math.max(d.n, 1),
       };
@@ -142,7 +146,11 @@
   /** Per document, how often `piece` occurs: substrings, plus whole words the build cut out. */
   function frequencies(index, piece) {
     var tf = index.docs.map(function (d) {
-      return occurrences(d.lowBody, piece) + index.headingWeight * occurrences(d.lowHead, piece);
+      return (
+        occurrences(d.lowBody, piece) +
+        occurrences(d.lowMath, piece) +
+        index.headingWeight * occurrences(d.lowHead, piece)
+      );
     });
     var term = index.terms.get(piece);
     if (term !== undefined) {
@@ -246,6 +254,16 @@
     });
     var start = first === -1 ? 0 : Math.max(0, first - SNIPPET_BEFORE);
     var end = Math.min(text.length, (first === -1 ? 0 : first) + SNIPPET_AFTER);
+    // Cut between words: the start moves forward (never past the match), the end stretches to
+    // the end of its word, or falls back to its start if the word is long (a formula).
+    while (start < Math.max(first, 0) && insideRun(text, start)) start++;
+    var stretched = end;
+    while (stretched - end < SNIPPET_STRETCH && insideRun(text, stretched)) stretched++;
+    if (insideRun(text, stretched)) {
+      while (end > start && insideRun(text, end)) end--;
+    } else {
+      end = stretched;
+    }
     // Never cut a surrogate pair in half.
     if (start > 0 && /[\uDC00-\uDFFF]/.test(text[start])) start--;
     if (end < text.length && /[\uDC00-\uDFFF]/.test(text[end])) end++;
@@ -253,6 +271,18 @@
     if (start > 0) parts.unshift({ text: "…", mark: false });
     if (end < text.length) parts.push({ text: "…", mark: false });
     return parts;
+  }
+
+  /**
+   * Whether position `i` of `text` lies inside a run of Latin text: a word, a number, a
+   * formula's plain text. CJK text may be cut anywhere.
+   */
+  function insideRun(text, i) {
+    return i > 0 && i < text.length && runChar(text[i - 1]) && runChar(text[i]);
+  }
+
+  function runChar(ch) {
+    return !/\s/.test(ch) && !CJK.test(ch);
   }
 
   /** `text` from `start` to `end` cut into plain and marked parts (`low` is it in lowercase). */

@@ -7,7 +7,7 @@ use std::process::Command;
 use attnbook::render::search;
 use serde_json::Value;
 
-const CHAPTERS: [(&str, &str); 3] = [
+const CHAPTERS: [(&str, &str); 4] = [
     (
         "01-bottleneck.md",
         r#"+++
@@ -56,6 +56,23 @@ summary = "点积除以根号 d 再进 softmax。"
 ```rust
 let never_indexed = 1;
 ```
+"#,
+    ),
+    (
+        "04-heads.md",
+        r#"+++
+title = "多头"
+number = 4
++++
+
+每个头先把输入投影到低维子空间，再各自计算
+$\operatorname{head}_i = \mathrm{Attn}(Q W_i^Q, K W_i^K, V W_i^V)$，最后把 $h$
+个头的输出拼接起来，乘以输出矩阵 $W^O$ 得到结果；头数越多，每个头的维度
+$d_k = d_{model}/h$ 越小。
+
+## 为何除以 $\sqrt{d_k}$ {#dims}
+
+每个头各自除一次。
 "#,
     ),
 ];
@@ -126,7 +143,7 @@ fn text_urls<'a>(index: &'a Value, needle: &str) -> Vec<&'a str> {
 fn the_index_holds_character_pairs_latin_words_and_section_urls_under_the_base_path() {
     let dir = tempfile::tempdir().unwrap();
     let index: Value = serde_json::from_str(&index_json(dir.path())).unwrap();
-    assert_eq!(index["version"], 2);
+    assert_eq!(index["version"], 3);
     assert_eq!(
         urls(&index),
         [
@@ -136,6 +153,8 @@ fn the_index_holds_character_pairs_latin_words_and_section_urls_under_the_base_p
             "/series/attention/#weighted-sum",
             "/series/scaled/",
             "/series/scaled/#why-scale",
+            "/series/heads/",
+            "/series/heads/#dims",
         ]
     );
     // A run of ideographs gives its overlapping pairs.
@@ -175,11 +194,21 @@ fn section_text_is_the_prose_joined_across_line_breaks() {
     );
     let scaled = &docs[5];
     assert_eq!(scaled["h"], "为什么要缩放");
-    // Inline TeX is kept, emphasis is text, code blocks are left out.
+    // Inline TeX reads as text (its source is kept aside), emphasis is text, code blocks are
+    // left out.
     assert_eq!(
         scaled["b"],
-        "把点积除以 \\sqrt{d} 再做 Softmax，分布就不会过于尖锐。"
+        "把点积除以 √d 再做 Softmax，分布就不会过于尖锐。"
     );
+    assert_eq!(scaled["m"], "\\sqrt{d}");
+    assert!(
+        docs[0].get("m").is_none(),
+        "a section without formulas has no `m`"
+    );
+    // A heading's formulas read as text too, and their TeX is kept for queries.
+    let dims = docs.last().unwrap();
+    assert_eq!(dims["h"], "为何除以 √d_k");
+    assert_eq!(dims["m"], "\\sqrt{d_k}");
 }
 
 /// Runs `static/search.js` in Node on the index; `None` if Node is not installed.
@@ -312,10 +341,49 @@ fn the_client_finds_chinese_words_substrings_and_english() {
     assert_eq!(marked(&why["snippet"]), ["Softmax"]);
     assert_eq!(
         text(&why["snippet"]),
-        "把点积除以 \\sqrt{d} 再做 Softmax，分布就不会过于尖锐。"
+        "把点积除以 √d 再做 Softmax，分布就不会过于尖锐。"
     );
     let intro = hits.iter().find(|r| r["heading"].is_null()).unwrap();
     assert_eq!(marked(&intro["snippet"]), ["softmax"]);
+}
+
+#[test]
+fn snippets_show_formulas_as_text_and_cut_between_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join(search::INDEX_PATH);
+    let json = index_json(&dir.path().join("site"));
+    std::fs::write(&file, &json).unwrap();
+    let index: Value = serde_json::from_str(&json).unwrap();
+    let body = index["docs"].as_array().unwrap()[6]["b"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let queries = ["拼接", "\\operatorname{head}", "W_i^K", "d_model"];
+    let Some(results) = client_search(&file, &queries) else {
+        return;
+    };
+    for query in queries {
+        assert_eq!(hit_urls(&results[query]), ["/series/heads/"], "{query}");
+    }
+    let snippet = text(&results["拼接"][0]["snippet"]);
+    assert!(!snippet.contains('\\'), "TeX in the snippet: {snippet}");
+    assert!(snippet.contains("乘以输出矩阵 W^O 得到结果"), "{snippet}");
+    assert!(snippet.contains("d_k = d_model/h"), "{snippet}");
+    // The window starts inside the formula before the match: it moves to the next word.
+    let shown = snippet.strip_prefix('…').expect("cut at the start");
+    let at = body
+        .find(shown.trim_end_matches('…'))
+        .expect("the snippet is body text");
+    let before = body[..at].chars().next_back().unwrap();
+    let first = shown.chars().next().unwrap();
+    assert!(
+        before.is_whitespace() || first.is_whitespace() || is_cjk(before) || is_cjk(first),
+        "cut inside a word: …{before}|{first}… in {snippet}"
+    );
+}
+
+fn is_cjk(c: char) -> bool {
+    attnbook::markdown::is_cjk(c)
 }
 
 /// The marked texts of a list of `{ text, mark }` parts.

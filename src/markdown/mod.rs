@@ -6,6 +6,7 @@
 //! Every piece keeps its byte span in the chapter file, so any stage can report `path:line:col`.
 
 pub mod cite;
+mod east_asian;
 pub(crate) mod experiment;
 mod headings;
 mod inline;
@@ -20,6 +21,7 @@ use pulldown_cmark::{CodeBlockKind, Event, HeadingLevel, LinkType, Options, Pars
 use crate::content::Chapter;
 use crate::diagnostic::Diagnostic;
 use crate::quotes::syntax::QuoteSyntax;
+pub use east_asian::is_cjk;
 pub use experiment::Experiment;
 pub use headings::{Heading, slugify};
 use inline::Inline;
@@ -146,6 +148,7 @@ pub fn parse(chapter: &Chapter) -> (Doc, Vec<Diagnostic>) {
         let mut builder = Builder::new(chapter, inlines.clone());
         builder.run(&inline::mask(chapter, &inlines));
         if builder.unplaced.is_empty() {
+            east_asian::join_lines(&mut builder.doc.pieces);
             diagnostics.extend(builder.diagnostics);
             return (builder.doc, diagnostics);
         }

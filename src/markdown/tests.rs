@@ -123,3 +123,41 @@ fn bad_block_options_are_diagnostics() {
     assert!(diags[0].message.contains("hiden"));
     assert_eq!(diags[0].location.as_ref().unwrap().line, 5);
 }
+
+/// The paragraph's pieces as the HTML renders them: text, with a soft break as `⏎`.
+fn paragraph_text(body: &str) -> String {
+    let (_, doc, _) = parsed(body);
+    doc.pieces
+        .iter()
+        .map(|p| match p {
+            Piece::Event(Event::Text(t)) => t.to_string(),
+            Piece::Event(Event::SoftBreak) => "⏎".to_owned(),
+            Piece::Event(Event::HardBreak) => "↵".to_owned(),
+            Piece::Event(Event::Start(Tag::Strong)) | Piece::Event(Event::End(TagEnd::Strong)) => {
+                "**".to_owned()
+            }
+            Piece::Math(_) => "$".to_owned(),
+            _ => String::new(),
+        })
+        .collect()
+}
+
+#[test]
+fn a_line_break_inside_chinese_text_is_no_space() {
+    assert_eq!(paragraph_text("缩放点积\n注意力。\n"), "缩放点积注意力。");
+    // Full-width punctuation and kana count; emphasis marks are looked through.
+    assert_eq!(
+        paragraph_text("权重，\n「注意」\n**力**\nです\n"),
+        "权重，「注意」**力**です"
+    );
+}
+
+#[test]
+fn a_line_break_between_chinese_and_anything_else_stays() {
+    assert_eq!(paragraph_text("用\nsoftmax\n归一化\n"), "用⏎softmax⏎归一化");
+    assert_eq!(paragraph_text("设\n$d_k$\n为维度\n"), "设⏎$⏎为维度");
+    // Korean writes spaces between words.
+    assert_eq!(paragraph_text("주의\n집중\n"), "주의⏎집중");
+    // A hard break is the author's choice.
+    assert_eq!(paragraph_text("第一行\\\n第二行\n"), "第一行↵第二行");
+}

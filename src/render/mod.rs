@@ -12,6 +12,7 @@ pub mod links;
 pub mod math;
 pub mod search;
 pub mod taxonomy;
+pub mod tex_text;
 pub mod xref;
 
 use std::path::Path;

@@ -17,15 +17,19 @@
 //!   terms of the index, longest first (pairs, here), and asks for all of them.
 //!
 //! One document per section (h2 or h3), so a result links to the place it was found. The text
-//! is that of the prose as Markdown gave it: inline code, inline TeX and quoted numbers as shown
-//! on the page; code blocks, experiments, display math and raw HTML are left out.
+//! is that of the prose as Markdown gave it: inline code and quoted numbers as shown on the
+//! page, inline formulas as readable plain text (`QKᵀ/√d_k`, see `tex_text`) so that snippets
+//! read as prose; code blocks, experiments, display math and raw HTML are left out. The TeX of
+//! a section's inline formulas is stored beside it (`m`), so a query written in TeX
+//! (`\sqrt{d}`) still finds the section.
 //!
 //! The file (keys short because each `docs` entry repeats them):
 //!
 //! ```json
 //! { "version": 1, "heading_weight": 5,
 //!   "docs": [ { "t": "chapter title", "h": "section heading (absent before the first one)",
-//!               "u": "/base/slug/#id", "b": "plain text", "n": 312 } ],
+//!               "u": "/base/slug/#id", "b": "plain text", "n": 312,
+//!               "m": "TeX of the inline formulas, one per line (absent if none)" } ],
 //!   "terms": ["softmax", "注意", "意力", ...], // sorted, lowercase, two characters or more
 //!   "postings": [[doc, count, doc, count, ...], ...] }
 //! ```
@@ -42,17 +46,19 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use super::cache::{self, Cache};
+use super::tex_text;
 
 use crate::content::{Chapter, Series};
-use crate::markdown::{Heading, Piece};
+use crate::markdown::{Heading, Piece, is_cjk};
 use crate::render::chapter_url;
 use crate::text::sanitize;
 
 /// Where the index goes, relative to the output root. `search.js` fetches it from beside itself.
 pub const INDEX_PATH: &str = "search-index.json";
 
-/// Bumped whenever the client has to change with the file (2: pairs of ideographs as terms).
-const VERSION: u32 = 2;
+/// Bumped whenever the client has to change with the file (2: pairs of ideographs as terms;
+/// 3: inline formulas as readable text, their TeX in `m`).
+const VERSION: u32 = 3;
 
 /// How many body words one word of a title or heading is worth.
 const HEADING_WEIGHT: u32 = 5;
@@ -82,6 +88,8 @@ struct SearchDoc {
     u: String,
     b: String,
     n: u32,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    m: String,
 }
 
 /// The text of every section of a series, taken out of it so the index can be built on
@@ -103,13 +111,21 @@ impl Sections {
                 // The client shows this text as HTML: no character HTML forbids.
                 docs.push(SearchDoc {
                     t: sanitize(&chapter.front.title).into_owned(),
-                    h: section.heading.map(|h| sanitize(&h.text).into_owned()),
+                    h: section.heading.map(|h| {
+                        let title = if section.title.is_empty() {
+                            &h.text
+                        } else {
+                            &section.title
+                        };
+                        sanitize(title).into_owned()
+                    }),
                     u: match section.heading {
                         Some(h) => format!("{url}#{}", h.id),
                         None => url.clone(),
                     },
                     b: sanitize(&section.text).into_owned(),
                     n: 0,
+                    m: sanitize(&section.tex).into_owned(),
                 });
             }
         }
@@ -132,6 +148,7 @@ impl Sections {
                     d.h.as_deref().map_or(&[0xff][..], str::as_bytes),
                     d.u.as_bytes(),
                     d.b.as_bytes(),
+                    d.m.as_bytes(),
                 ]
             })
             .collect();
@@ -261,34 +278,55 @@ fn is_ideograph(c: char) -> bool {
 struct Section<'a> {
     /// `None` for the text before the first heading (the chapter's summary starts it).
     heading: Option<&'a Heading>,
+    /// The heading as the body's text reads: formulas as plain text, not TeX.
+    title: String,
     text: String,
+    /// The TeX of its inline formulas (heading included), one per line.
+    tex: String,
+}
+
+impl<'a> Section<'a> {
+    fn new(heading: Option<&'a Heading>, text: String) -> Self {
+        Section {
+            heading,
+            title: String::new(),
+            text,
+            tex: String::new(),
+        }
+    }
 }
 
 fn sections(chapter: &Chapter) -> Vec<Section<'_>> {
     let doc = &chapter.doc;
     let summary = chapter.front.summary.as_deref().unwrap_or_default();
-    let mut raw = vec![(None, format!("{summary}\n"))];
+    let mut sections = vec![Section::new(None, format!("{summary}\n"))];
     // The text of a section heading is the section's `h`, not part of its body.
     let mut in_section_heading = false;
     for piece in &doc.pieces {
         let text: Cow<'_, str> = match piece {
             Piece::HeadingStart(i) if is_section(&doc.headings[*i]) => {
-                raw.push((Some(&doc.headings[*i]), String::new()));
+                sections.push(Section::new(Some(&doc.headings[*i]), String::new()));
                 in_section_heading = true;
                 continue;
             }
-            Piece::HeadingEnd(_) => {
+            Piece::HeadingEnd(_) if in_section_heading => {
                 in_section_heading = false;
-                "\n".into()
+                continue;
             }
-            _ if in_section_heading => continue,
+            Piece::HeadingEnd(_) => "\n".into(),
             Piece::Event(Event::Text(t) | Event::Code(t)) => t.as_ref().into(),
             Piece::Event(Event::End(tag)) if is_inline(tag) => continue,
             Piece::Event(Event::End(_) | Event::SoftBreak | Event::HardBreak | Event::Rule) => {
                 "\n".into()
             }
             Piece::Event(_) => continue,
-            Piece::Math(i) if !doc.maths[*i].display => doc.maths[*i].tex.as_str().into(),
+            Piece::Math(i) if !doc.maths[*i].display => {
+                let tex = &doc.maths[*i].tex;
+                let section = sections.last_mut().expect("starts with one");
+                section.tex.push_str(tex);
+                section.tex.push('\n');
+                tex_text::readable(tex).into()
+            }
             Piece::Quote(i) => quote_text(chapter, *i).into(),
             Piece::Math(_)
             | Piece::Experiment(_)
@@ -298,15 +336,21 @@ fn sections(chapter: &Chapter) -> Vec<Section<'_>> {
             // labels ("[1]", "图 2") are not what a reader searches for.
             _ => continue,
         };
-        raw.last_mut().expect("starts with one").1.push_str(&text);
+        let section = sections.last_mut().expect("starts with one");
+        let into = if in_section_heading {
+            &mut section.title
+        } else {
+            &mut section.text
+        };
+        into.push_str(&text);
     }
-    raw.into_iter()
-        .map(|(heading, text)| Section {
-            heading,
-            text: normalize(&text),
-        })
-        .filter(|s| s.heading.is_some() || !s.text.is_empty())
-        .collect()
+    for section in &mut sections {
+        section.title = normalize(&section.title);
+        section.text = normalize(&section.text);
+        section.tex.truncate(section.tex.trim_end().len());
+    }
+    sections.retain(|s| s.heading.is_some() || !s.text.is_empty());
+    sections
 }
 
 fn is_section(heading: &Heading) -> bool {
@@ -359,17 +403,6 @@ fn normalize(text: &str) -> String {
         out.push(c);
     }
     out
-}
-
-/// Characters written without spaces between them: CJK ideographs and punctuation, kana,
-/// full-width forms. (`search.js` has the same ranges.)
-fn is_cjk(c: char) -> bool {
-    matches!(c,
-        '\u{2E80}'..='\u{9FFF}'
-        | '\u{F900}'..='\u{FAFF}'
-        | '\u{FE30}'..='\u{FE4F}'
-        | '\u{FF00}'..='\u{FFEF}'
-        | '\u{20000}'..='\u{3FFFF}')
 }
 
 #[cfg(test)]

@@ -44,7 +44,7 @@ fn check_svg(svg: &str, caption: &str) -> Vec<String> {
         // sit on a fixed colour, pick a fixed contrasting one.
         let fill = text.attribute("fill").unwrap();
         assert!(
-            matches!(fill, "currentColor" | "#1A1A1A" | "#FFFFFF"),
+            matches!(fill, "currentColor" | "#040404" | "#FFFFFF"),
             "text fill {fill}"
         );
     }
@@ -52,6 +52,114 @@ fn check_svg(svg: &str, caption: &str) -> Vec<String> {
         .iter()
         .map(|t| t.text().unwrap_or("").trim().to_owned())
         .collect()
+}
+
+/// The tooltips of the chart's marks (elements of class `lab-mark`), in drawing order; checks
+/// that each mark is a shape with exactly one `<title>` and that no sentinel is left over.
+fn mark_titles(svg: &str) -> Vec<String> {
+    assert!(
+        !svg.contains("lab-mark-title"),
+        "a tooltip sentinel is left"
+    );
+    let doc = roxmltree::Document::parse(svg).unwrap();
+    doc.descendants()
+        .filter(|n| n.attribute("class") == Some("lab-mark"))
+        .map(|mark| {
+            assert!(
+                matches!(mark.tag_name().name(), "rect" | "circle" | "polygon"),
+                "{mark:?}"
+            );
+            let titles: Vec<_> = mark
+                .children()
+                .filter(|c| c.has_tag_name("title"))
+                .collect();
+            assert_eq!(titles.len(), 1, "{mark:?}");
+            titles[0].text().unwrap().to_owned()
+        })
+        .collect()
+}
+
+#[test]
+fn every_bar_tells_its_label_and_value() {
+    let w = array![0.05, 0.6, 0.25, 0.1];
+    let chart = Bar::new(["我", "爱", "北京", "。"], &w)
+        .x_label("源语言词")
+        .y_label("注意力权重")
+        .reference(0.25, "均匀分布 1/4")
+        .annotate(2);
+    assert_eq!(
+        mark_titles(&chart.to_svg("权重").unwrap()),
+        [
+            "源语言词 我，注意力权重：0.05",
+            "源语言词 爱，注意力权重：0.60",
+            "源语言词 北京，注意力权重：0.25",
+            "源语言词 。，注意力权重：0.10",
+        ]
+    );
+    // Without axis titles or annotation: the label and four significant digits, in ASCII.
+    let plain = Bar::new(["a", "b"], [1.0 / 3.0, f64::NAN])
+        .to_svg("p")
+        .unwrap();
+    assert_eq!(mark_titles(&plain), ["a: 0.3333"]);
+}
+
+#[test]
+fn every_heatmap_cell_tells_its_key_query_and_value() {
+    let weights = array![[0.7, 0.3], [0.41, 0.59]];
+    let chart = Heatmap::new(&weights, [1, 2], [1, 2])
+        .x_label("键")
+        .y_label("查询");
+    let svg = chart.to_svg("权重").unwrap();
+    assert_eq!(
+        mark_titles(&svg),
+        [
+            "键 1，查询 1：0.70",
+            "键 2，查询 1：0.30",
+            "键 1，查询 2：0.41",
+            "键 2，查询 2：0.59"
+        ]
+    );
+    // Values are printed in the (default-sized, large enough) cells without asking.
+    let texts = check_svg(&svg, "权重");
+    assert!(texts.iter().any(|t| t == "0.41"), "{texts:?}");
+    let hidden = chart.hide_values().to_svg("权重").unwrap();
+    assert!(!check_svg(&hidden, "权重").iter().any(|t| t == "0.41"));
+}
+
+#[test]
+fn every_line_point_tells_its_series_x_and_y() {
+    let chart = Line::new()
+        .series("点积", [16, 64], [0.5, 2.0])
+        .series("加性", [16, 64], [1.25, 5.0])
+        .x_label("序列长度 n")
+        .y_label("耗时 (µs)");
+    assert_eq!(
+        mark_titles(&chart.to_svg("耗时").unwrap()),
+        [
+            "点积，序列长度 n 16，耗时 (µs)：0.5",
+            "点积，序列长度 n 64，耗时 (µs)：2",
+            "加性，序列长度 n 16，耗时 (µs)：1.25",
+            "加性，序列长度 n 64，耗时 (µs)：5",
+        ]
+    );
+}
+
+#[test]
+fn every_panel_bar_names_its_panel() {
+    let panels = Panels::new()
+        .x_label("位置")
+        .panel("d_k = 4", 0..2, [0.25, 0.75])
+        .panel("d_k = 64", 0..2, [0.5, 0.5]);
+    let titles = mark_titles(&panels.to_svg("面板").unwrap());
+    assert_eq!(
+        titles,
+        [
+            "d_k = 4，位置 0：0.25",
+            "d_k = 4，位置 1：0.75",
+            "d_k = 64，位置 0：0.5",
+            "d_k = 64，位置 1：0.5"
+        ]
+    );
 }
 
 #[test]

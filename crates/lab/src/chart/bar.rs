@@ -13,6 +13,7 @@ use plotters::style::Color;
 use plotters::style::text_anchor::{HPos, VPos};
 
 use super::frame::{Frame, Plot, text_at};
+use super::mark;
 use super::scale::Scale;
 use super::text;
 use super::theme::{self, TICK_PX};
@@ -116,6 +117,7 @@ impl Chart for Bar {
             top: theme::MARGIN + key_room as u32,
             x_desc: self.options.x_label.as_deref(),
             y_desc: self.options.y_label.as_deref(),
+            title: "",
         };
         let plot = draw_bars(&area, &panel)?;
         if let Some((_, label)) = &self.options.reference {
@@ -192,6 +194,8 @@ pub(crate) struct BarPanel<'a> {
     pub(crate) top: u32,
     pub(crate) x_desc: Option<&'a str>,
     pub(crate) y_desc: Option<&'a str>,
+    /// Panel title, named in the bars' tooltips ("" for a single chart).
+    pub(crate) title: &'a str,
 }
 
 /// Height of the key row that explains the reference line.
@@ -219,20 +223,7 @@ pub(crate) fn draw_bars(
     let categories = Categories::layout(&panel.bars.labels, slot);
     frame.x_extra = categories.height;
     let mut chart = frame.draw(area)?;
-    let color = theme::series_color(0);
-    let base = 0f64.clamp(panel.y.range().start, panel.y.range().end);
-    chart.draw_series(
-        panel
-            .bars
-            .values
-            .iter()
-            .enumerate()
-            .filter(|(_, v)| v.is_finite())
-            .map(|(i, &v)| {
-                let x = i as f64;
-                Rectangle::new([(x - 0.38, base), (x + 0.38, v)], color.filled())
-            }),
-    )?;
+    draw_bar_marks(area, &chart, panel)?;
     if let Some((y, _)) = &panel.options.reference {
         let right = n.max(1) as f64 - 0.5;
         let style = theme::ink(0.75).stroke_width(1);
@@ -248,6 +239,26 @@ pub(crate) fn draw_bars(
     }
     categories.draw(area, &chart, &panel.bars.labels)?;
     Ok(chart.plotting_area().get_pixel_range().0)
+}
+
+/// Draws one rectangle per finite value, each titled with its labels and value.
+fn draw_bar_marks(area: &Area<'_>, chart: &Plot<'_, '_>, panel: &BarPanel<'_>) -> ChartResult {
+    let color = theme::series_color(0);
+    let base = 0f64.clamp(panel.y.range().start, panel.y.range().end);
+    let bars = panel.bars.labels.iter().zip(&panel.bars.values);
+    for (i, (label, &v)) in bars.enumerate().filter(|(_, (_, v))| v.is_finite()) {
+        let x = i as f64;
+        let parts = [
+            (None, panel.title),
+            (panel.options.x_label.as_deref(), label.as_str()),
+        ];
+        let value = mark::value_text(v, panel.options.annotate);
+        let title = mark::describe(&parts, panel.options.y_label.as_deref(), &value);
+        mark::title_next(area, &title)?;
+        let bar = Rectangle::new([(x - 0.38, base), (x + 0.38, v)], color.filled());
+        chart.plotting_area().draw(&bar)?;
+    }
+    Ok(())
 }
 
 /// Draws the key of the reference line, a dashed sample and its label, ending at `right` and

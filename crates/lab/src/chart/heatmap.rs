@@ -12,6 +12,7 @@ use plotters::style::text_anchor::{HPos, VPos};
 use plotters::style::{Color, FontTransform, RGBColor};
 
 use super::frame::text_at;
+use super::mark;
 use super::scale::Scale;
 use super::text;
 use super::theme::{self, LABEL_PX, MARGIN, TICK_PX};
@@ -23,9 +24,32 @@ const BAR_WIDTH: f64 = 14.0;
 const BAR_LABEL_GAP: f64 = 6.0;
 /// Slices the colour bar is drawn with.
 const BAR_STEPS: usize = 48;
-/// Annotation text on light and on dark cells (it sits on the cell, not on the page).
-const ON_LIGHT: RGBColor = RGBColor(0x1A, 0x1A, 0x1A);
+/// Annotation text on light and on dark cells (it sits on the cell, not on the page). Mid
+/// viridis (teal) reaches 4.5:1 with neither white nor a dark grey, only with near-black; pure
+/// black would be turned into `currentColor` by `svg`, hence #040404.
+const ON_LIGHT: RGBColor = RGBColor(0x04, 0x04, 0x04);
 const ON_DARK: RGBColor = RGBColor(0xFF, 0xFF, 0xFF);
+/// Size of the values printed in cells: the bar charts' value labels, whatever the cell size,
+/// so that every number in a chapter reads at one size.
+const VALUE_PX: f64 = TICK_PX - 1.0;
+/// Room kept free on each side of a value inside its cell.
+const VALUE_PAD: f64 = 2.0;
+
+/// Whether `label` fits a `cell` px square at [`VALUE_PX`]: its estimated width and a line
+/// height, with [`VALUE_PAD`] on each side.
+fn value_fits(label: &str, cell: f64) -> bool {
+    let room = cell - 2.0 * VALUE_PAD;
+    text::width(label, VALUE_PX) <= room && VALUE_PX * 1.2 <= room
+}
+
+/// The annotation colour that contrasts more with the cell colour `fill`.
+fn ink_on(fill: RGBColor) -> RGBColor {
+    if theme::contrast(ON_LIGHT, fill) >= theme::contrast(ON_DARK, fill) {
+        ON_LIGHT
+    } else {
+        ON_DARK
+    }
+}
 
 /// A heatmap of a matrix with labelled rows and columns and a colour bar.
 ///
@@ -82,7 +106,7 @@ impl Heatmap {
             x_label: None,
             y_label: None,
             range: None,
-            annotate: None,
+            annotate: Some(2),
             cell: None,
         }
     }
@@ -106,9 +130,16 @@ impl Heatmap {
         self
     }
 
-    /// Writes each value into its cell with `decimals` decimals (when cells are large enough).
+    /// Writes each value into its cell with `decimals` decimals (default 2) when every value
+    /// fits its cell at the chart's font size; the tooltips show values so too.
     pub fn annotate(mut self, decimals: usize) -> Self {
         self.annotate = Some(decimals);
+        self
+    }
+
+    /// Leaves the cells blank: values show only in the tooltips.
+    pub fn hide_values(mut self) -> Self {
+        self.annotate = None;
         self
     }
 
@@ -193,6 +224,7 @@ impl Heatmap {
             let (x, y) = l.cell_origin(r, c);
             let color = theme::viridis((v - lo) / (hi - lo));
             let size = l.cell as i32 - gap;
+            mark::title_next(area, &self.cell_title(r, c, v))?;
             area.draw(&Rectangle::new(
                 [(x, y), (x + size, y + size)],
                 color.filled(),
@@ -201,9 +233,17 @@ impl Heatmap {
         Ok(())
     }
 
+    /// The tooltip of cell (`r`, `c`): column, row and value, e.g. `键 3，查询 2：0.41`.
+    fn cell_title(&self, r: usize, c: usize, v: f64) -> String {
+        let parts = [
+            (self.x_label.as_deref(), self.x_labels[c].as_str()),
+            (self.y_label.as_deref(), self.y_labels[r].as_str()),
+        ];
+        mark::describe(&parts, None, &mark::value_text(v, self.annotate))
+    }
+
     fn draw_values(&self, area: &Area<'_>, l: &Layout, decimals: usize) -> ChartResult {
         let (lo, hi) = self.value_range();
-        let px = (l.cell * 0.36).min(12.0);
         let labels = self.data.mapv(|v| {
             if v.is_finite() {
                 format!("{v:.decimals$}")
@@ -211,17 +251,14 @@ impl Heatmap {
                 String::new()
             }
         });
-        if text::max_width(labels.iter().map(String::as_str), px) > l.cell * 0.9 {
+        // All cells or none: a grid where only the short numbers show reads as missing data.
+        if !labels.iter().all(|label| value_fits(label, l.cell)) {
             return Ok(());
         }
         for ((r, c), label) in labels.indexed_iter() {
             let fill = theme::viridis((self.data[(r, c)] - lo) / (hi - lo));
-            let ink = if theme::luminance(fill) > 0.3 {
-                ON_LIGHT
-            } else {
-                ON_DARK
-            };
-            let style = theme::anchored(px, HPos::Center, VPos::Center).color(&ink);
+            let ink = ink_on(fill);
+            let style = theme::anchored(VALUE_PX, HPos::Center, VPos::Center).color(&ink);
             let (x, y) = l.cell_origin(r, c);
             let half = (l.cell / 2.0) as i32;
             text_at(area, label, (x + half, y + half), &style)?;
@@ -370,6 +407,39 @@ mod tests {
         let ticks = Heatmap::new(&m, ["a", "b"], ["x"]).bar_ticks();
         assert!(ticks.len() >= 2);
         assert!(ticks.iter().all(|(t, _)| (0.03..=0.91).contains(t)));
+    }
+
+    #[test]
+    fn values_show_only_in_cells_large_enough_for_them() {
+        // "0.41" at 12 px is about 26 px wide; "-12.50" about 40 px.
+        assert!(value_fits("0.41", 32.0));
+        assert!(!value_fits("0.41", 28.0));
+        assert!(!value_fits("-12.50", 40.0));
+        assert!(value_fits("-12.50", 48.0));
+        // A short label still needs a line's height.
+        assert!(!value_fits("1", 16.0));
+    }
+
+    #[test]
+    fn values_contrast_with_every_cell_colour() {
+        for i in 0..=100 {
+            let fill = theme::viridis(f64::from(i) / 100.0);
+            let ratio = theme::contrast(ink_on(fill), fill);
+            assert!(ratio >= 4.5, "{fill:?}: {ratio}");
+        }
+    }
+
+    #[test]
+    fn small_cells_print_no_values() {
+        let m = Array2::<f64>::from_elem((3, 3), 0.25);
+        let svg = |cell| {
+            Heatmap::new(&m, 0..3, 0..3)
+                .cell_size(cell)
+                .to_svg("t")
+                .unwrap()
+        };
+        assert!(svg(40).contains("\n0.25\n</text>"));
+        assert!(!svg(20).contains("0.25\n</text>"));
     }
 
     #[test]

@@ -9,6 +9,7 @@ use plotters::style::text_anchor::{HPos, VPos};
 use plotters::style::{Color, RGBColor, ShapeStyle};
 
 use super::frame::{Frame, Plot, text_at};
+use super::mark;
 use super::scale::Scale;
 use super::text;
 use super::theme::{self, MARGIN, TICK_PX};
@@ -217,7 +218,8 @@ impl Chart for Line {
     }
 }
 
-/// Draws series `i` as a 2 px line, with markers if it has few points.
+/// Draws series `i` as a 2 px line, with markers if it has few points, each titled with its
+/// series, x and y.
 fn draw_series(
     area: &Area<'_>,
     chart: &mut Plot<'_, '_>,
@@ -225,23 +227,32 @@ fn draw_series(
     i: usize,
     series: &Series,
 ) -> ChartResult {
-    let points: Vec<(f64, f64)> = series
+    let finite: Vec<(f64, f64)> = series
         .points
         .iter()
+        .copied()
         .filter(|(a, b)| a.is_finite() && b.is_finite())
-        .map(|&(a, b)| (frame.x.to_plot(a), frame.y.to_plot(b)))
         .collect();
+    let to_plot = |&(a, b): &(f64, f64)| (frame.x.to_plot(a), frame.y.to_plot(b));
     let color = theme::series_color(i);
     chart.draw_series(LineSeries::new(
-        points.iter().copied(),
+        finite.iter().map(to_plot),
         color.stroke_width(2),
     ))?;
     if series.marked() {
-        for p in &points {
-            marker(area, i, chart.backend_coord(p), color)?;
+        for point in &finite {
+            mark::title_next(area, &point_title(frame, series, *point))?;
+            marker(area, i, chart.backend_coord(&to_plot(point)), color)?;
         }
     }
     Ok(())
+}
+
+/// The tooltip of a point: series name, x and y, with the axis titles.
+fn point_title(frame: &Frame<'_>, series: &Series, (x, y): (f64, f64)) -> String {
+    let x = mark::value_text(x, None);
+    let parts = [(None, series.name.as_str()), (frame.x_desc, x.as_str())];
+    mark::describe(&parts, frame.y_desc, &mark::value_text(y, None))
 }
 
 /// Legend entries (series index, x offset) per row, wrapping at `width`; series without a

@@ -17,6 +17,7 @@ mod bar;
 mod frame;
 mod heatmap;
 mod line;
+mod mark;
 mod panels;
 mod scale;
 mod svg;

@@ -144,6 +144,7 @@ impl Panels {
             top: (TITLE_PX * 1.6) as u32 + 6,
             x_desc: self.options.x_label.as_deref().filter(|_| lowest),
             y_desc: self.options.y_label.as_deref().filter(|_| first_col),
+            title,
         };
         draw_bars(area, &panel)?;
         Ok(())

@@ -8,9 +8,11 @@
 //!   small stylesheet (CJK-capable font list; a text colour used only when the SVG is shown
 //!   standalone, since an inlined SVG inherits the page's);
 //! - turns the theme's ink colour and plain black into `currentColor`;
+//! - gives each mark its tooltip (see `mark`);
 //! - drops a white full-canvas background so the page shows through;
 //! - rounds the font sizes that plotters' scaling leaves as `12.999999999999998`.
 
+use super::mark;
 use super::theme::INK;
 
 /// Class on every chart's root element, for the site's CSS.
@@ -20,7 +22,9 @@ pub(crate) const CHART_CLASS: &str = "lab-chart";
 const STYLE: &str = concat!(
     ".lab-chart text{font-family:system-ui,-apple-system,\"Segoe UI\",\"PingFang SC\",",
     "\"Hiragino Sans GB\",\"Noto Sans CJK SC\",\"Source Han Sans SC\",\"Microsoft YaHei\",",
-    "sans-serif;font-variant-numeric:tabular-nums}",
+    "sans-serif;font-variant-numeric:tabular-nums;",
+    // A value printed on a heatmap cell must not hide the cell's tooltip.
+    "pointer-events:none}",
     // `:root` matches only when the SVG is its own document (an <img>, or opened directly).
     "svg.lab-chart:root{color:#1f2328}",
     "@media (prefers-color-scheme:dark){svg.lab-chart:root{color:#e6edf3}}"
@@ -30,7 +34,8 @@ const STYLE: &str = concat!(
 pub(crate) fn finish(raw: &str, size: (u32, u32), title: &str) -> String {
     // plotters' root tag is the first line; the drawing follows.
     let body = raw.split_once(">\n").map_or("", |(_, body)| body);
-    let body = remove_background(body, size);
+    let body = mark::attach_titles(body);
+    let body = remove_background(&body, size);
     let body = to_current_color(&body);
     let body = round_font_sizes(&body);
     let (w, h) = size;
@@ -79,7 +84,7 @@ fn round_font_sizes(body: &str) -> String {
 }
 
 /// `x` with at most `decimals` decimals and no trailing zeros.
-fn trim_number(x: f64, decimals: usize) -> String {
+pub(crate) fn trim_number(x: f64, decimals: usize) -> String {
     let s = format!("{x:.decimals$}");
     if s.contains('.') {
         s.trim_end_matches('0').trim_end_matches('.').to_owned()

@@ -22,7 +22,7 @@ fn char_em(c: char) -> f64 {
 }
 
 /// CJK ideographs, kana, hangul and full-width forms: one em each.
-fn is_wide(c: char) -> bool {
+pub(crate) fn is_wide(c: char) -> bool {
     matches!(u32::from(c),
         0x1100..=0x115F
         | 0x2E80..=0x303E

@@ -70,6 +70,12 @@ pub fn luminance(c: RGBColor) -> f64 {
     0.2126 * channel(c.0) + 0.7152 * channel(c.1) + 0.0722 * channel(c.2)
 }
 
+/// WCAG contrast ratio of two colours, from 1 (same luminance) to 21 (black on white).
+pub fn contrast(a: RGBColor, b: RGBColor) -> f64 {
+    let (la, lb) = (luminance(a), luminance(b));
+    (la.max(lb) + 0.05) / (la.min(lb) + 0.05)
+}
+
 /// Default size of a single chart, in SVG user units (pixels at 100 % zoom).
 pub const CHART_SIZE: (u32, u32) = (600, 380);
 /// Tick labels, legend entries, category labels.
@@ -124,11 +130,6 @@ pub fn grid_style() -> ShapeStyle {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn contrast(a: RGBColor, b: RGBColor) -> f64 {
-        let (la, lb) = (luminance(a), luminance(b));
-        (la.max(lb) + 0.05) / (la.min(lb) + 0.05)
-    }
 
     #[test]
     fn palette_reads_on_white_and_on_dark_pages() {
