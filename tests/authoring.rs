@@ -97,6 +97,11 @@ fn build(root: &Path) -> (i32, String) {
     )
 }
 
+/// The warning lines of a build's diagnostics (codespan prints `warning: MESSAGE`).
+fn warnings(stderr: &str) -> impl Iterator<Item = &str> {
+    stderr.lines().filter(|l| l.starts_with("warning:"))
+}
+
 #[test]
 fn every_example_in_the_authoring_guide_holds() {
     let all = examples();
@@ -114,6 +119,13 @@ fn every_example_in_the_authoring_guide_holds() {
         code, 0,
         "the rendering examples must build cleanly:\n{stderr}"
     );
+    // A drift is only a warning (exit 0), so the exit code alone would let every quote of
+    // every example drift: an example that expects a warning says so with a `warning:` line.
+    for warning in warnings(&stderr) {
+        failures.push(format!(
+            "a rendering example warns, but none of them expects it: {warning}"
+        ));
+    }
     for (n, example) in &pages {
         let page =
             std::fs::read_to_string(site.path().join(format!("public/example-{n}/index.html")))
@@ -139,6 +151,12 @@ fn every_example_in_the_authoring_guide_holds() {
         if code != expected_code {
             failures.push(format!(
                 "docs/authoring.md:{}: exit code {code}, expected {expected_code}:\n{stderr}",
+                example.line
+            ));
+        }
+        for warning in warnings(&stderr).filter(|w| !example.expected.iter().any(|e| e == w)) {
+            failures.push(format!(
+                "docs/authoring.md:{}: unexpected `{warning}`",
                 example.line
             ));
         }

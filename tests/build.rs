@@ -27,7 +27,7 @@ fn a_site_builds_into_complete_pages() {
     assert!(!first.contains("let rows"));
     // The quote shows the rerun value, with the full value on hover.
     assert!(
-        first.contains("title=\"实验值 1；原文 1.00；规则：rounding to 2 decimals\">1.00</span>"),
+        first.contains("title=\"实验值 1；原文 1.00；规则：四舍五入到 2 位小数\">1.00</span>"),
         "{first}"
     );
     // Headings get anchors and a TOC; URLs honour the base path of base_url.
@@ -57,7 +57,14 @@ fn a_site_builds_into_complete_pages() {
 fn a_page_without_experiments_matches_its_snapshot() {
     let site = Site::fixture("basic");
     assert_eq!(site.run(&["build"]).code, 0);
-    insta::assert_snapshot!("second_page", site.read("public/second/index.html"));
+    let page = site.read("public/second/index.html");
+    // A site without a description has no description meta, rather than an empty one.
+    assert!(!page.contains("content=\"\">"), "{page}");
+    assert!(
+        page.contains("规则：四舍五入到 1 位小数\">1.0</span>"),
+        "{page}"
+    );
+    insta::assert_snapshot!("second_page", page);
 }
 
 #[test]

@@ -170,14 +170,15 @@ pub fn bind_one(quote: &QuoteSyntax, rerun: f64) -> Binding {
         name: quote.name.clone(),
         shown: format!("{}{formatted}{}", quote.prefix, quote.suffix),
         title: format!(
-            "实验值 {}{}；原文 {}；规则：{rule}",
+            "实验值 {}{}；原文 {}；规则：{}",
             full(rerun),
             if rerun.is_finite() {
                 ""
             } else {
                 "（不是有限数）"
             },
-            format_like(&quote.number, quote.number.value)
+            format_like(&quote.number, quote.number.value),
+            page_rule_text(quote.tolerance, &quote.number)
         ),
         status: if ok { Status::Ok } else { Status::Drift },
         rerun: Some(rerun),
@@ -270,14 +271,28 @@ pub fn within(tolerance: Tolerance, quoted: &QuotedNumber, rerun: f64) -> bool {
     }
 }
 
-/// The rule in words, for reports.
+/// The rule in words, for reports (`verify`, build warnings), which are in English.
 pub fn rule_text(tolerance: Tolerance, quoted: &QuotedNumber) -> String {
     match tolerance {
+        Tolerance::Round if quoted.decimals == 1 => "rounding to 1 decimal".to_string(),
         Tolerance::Round => format!("rounding to {} decimals", quoted.decimals),
         Tolerance::Abs(t) => format!("±{t}"),
         Tolerance::Rel(p) => format!("~{p}%"),
         Tolerance::AtLeast(b) => format!(">={b}"),
         Tolerance::AtMost(b) => format!("<={b}"),
+    }
+}
+
+/// The rule in the words of the page's hover text. The page's UI strings are Chinese
+/// (DESIGN §5, "Chinese first"), so an English rule in the middle of them would read as a slip.
+pub fn page_rule_text(tolerance: Tolerance, quoted: &QuotedNumber) -> String {
+    match tolerance {
+        Tolerance::Round if quoted.decimals == 0 => "四舍五入到整数".to_string(),
+        Tolerance::Round => format!("四舍五入到 {} 位小数", quoted.decimals),
+        Tolerance::Abs(t) => format!("误差不超过 ±{t}"),
+        Tolerance::Rel(p) => format!("相对误差不超过 {p}%"),
+        Tolerance::AtLeast(b) => format!("不小于 {b}"),
+        Tolerance::AtMost(b) => format!("不大于 {b}"),
     }
 }
 
@@ -429,6 +444,40 @@ mod tests {
             proptest::prop_assert!(errors.is_empty(), "{formatted}: {errors:?}");
             proptest::prop_assert_eq!(&quotes[0].number.span, &(1..1 + formatted.len()));
             proptest::prop_assert!(within(Tolerance::Round, &quotes[0].number, rerun), "{}", formatted);
+        }
+    }
+
+    /// Reports speak English with the right number; the page's hover text speaks Chinese.
+    #[test]
+    fn rules_read_well_in_reports_and_on_the_page() {
+        let one = q("[0.1]{=a}");
+        assert_eq!(
+            rule_text(one.tolerance, &one.number),
+            "rounding to 1 decimal"
+        );
+        let two = q("[0.12]{=a}");
+        assert_eq!(
+            rule_text(two.tolerance, &two.number),
+            "rounding to 2 decimals"
+        );
+        assert_eq!(
+            bind_one(&one, 0.1312).title,
+            "实验值 0.1312；原文 0.1；规则：四舍五入到 1 位小数"
+        );
+        for (text, rule) in [
+            ("[7]{=a}", "四舍五入到整数"),
+            ("[0.13]{=a ±0.01}", "误差不超过 ±0.01"),
+            ("[0.13]{=a ~10%}", "相对误差不超过 10%"),
+            ("[40]{=a >=10}", "不小于 10"),
+            ("[0.1]{=a <=0.2}", "不大于 0.2"),
+        ] {
+            let quote = q(text);
+            assert_eq!(
+                page_rule_text(quote.tolerance, &quote.number),
+                rule,
+                "{text}"
+            );
+            assert!(bind_one(&quote, 1.0).title.ends_with(rule), "{text}");
         }
     }
 
