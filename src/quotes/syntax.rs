@@ -207,7 +207,9 @@ fn parse_one(
     })
 }
 
-fn parse_number(text: &str, at: usize) -> QuotedNumber {
+/// Reads a number written as the quote syntax allows (`1,234.5`, `−1.5`, `+2`, `1.5e-3`) that
+/// starts at byte `at`; a value that does not fit an `f64` reads as infinite, unreadable as NaN.
+pub fn parse_number(text: &str, at: usize) -> QuotedNumber {
     let unicode_minus = text.starts_with('−');
     let plain: String = text.replace('−', "-").replace(',', "");
     let mantissa = plain.split(['e', 'E']).next().unwrap_or(&plain);

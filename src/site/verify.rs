@@ -149,13 +149,8 @@ impl Remedy {
     fn for_quote(quote: &quotes::syntax::QuoteSyntax, binding: &quotes::Binding) -> Remedy {
         if quote.tolerance.is_bound() {
             Remedy::Bound
-        } else if !binding.rerun.is_some_and(f64::is_finite) {
-            Remedy::NotFinite
         } else {
-            Remedy::Rewrite(fix::Edit {
-                span: quote.number.span.clone(),
-                text: binding.formatted.clone(),
-            })
+            fix::quote_edit(quote, binding).map_or(Remedy::NotFinite, Remedy::Rewrite)
         }
     }
 
