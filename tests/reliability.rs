@@ -38,6 +38,35 @@ fn two_builds_of_the_same_sources_are_byte_identical() {
     }
 }
 
+/// Two runs of the experiments give the same site: the experiments are seeded and the basic
+/// fixture records no timing (`lab.bench` values are declared volatile). Only the run metadata
+/// footer (when the run happened and how long it took) is masked.
+#[test]
+fn two_reruns_of_the_experiments_are_byte_identical() {
+    let site = Site::fixture("basic");
+    assert!(!site.read("content/01-first.md").contains("lab.bench"));
+    assert_eq!(site.run(&["build", "--rerun", "--out", "one"]).code, 0);
+    assert_eq!(site.run(&["build", "--rerun", "--out", "two"]).code, 0);
+    let (one, two) = (tree(&site.path("one")), tree(&site.path("two")));
+    assert!(one.len() > 10);
+    assert_eq!(
+        one.keys().collect::<Vec<_>>(),
+        two.keys().collect::<Vec<_>>()
+    );
+    let footers = regex::bytes::Regex::new(
+        r#"<footer class="run-meta">[^<]*<time[^>]*>[^<]*</time>[^<]*</footer>"#,
+    )
+    .unwrap();
+    let mut masked = 0;
+    for (name, bytes) in &one {
+        let a = footers.replace_all(bytes, &b"[run metadata]"[..]);
+        let b = footers.replace_all(&two[name], &b"[run metadata]"[..]);
+        masked += usize::from(a.len() != bytes.len());
+        assert!(a == b, "{name} differs between two runs of the experiments");
+    }
+    assert!(masked > 0, "the run metadata footer was not found to mask");
+}
+
 #[test]
 fn two_builds_at_once_wait_for_each_other_and_both_succeed() {
     let site = Site::fixture("slow");
