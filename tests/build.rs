@@ -130,7 +130,26 @@ fn an_output_flood_is_truncated_not_fatal() {
     assert_eq!(run.code, 0, "{}", run.stderr);
     let page = site.read("public/a/index.html");
     assert!(page.contains("输出过长，已截断。"));
-    assert!(page.len() < 1_000_000, "page is {} bytes", page.len());
+    // Exactly the first 256 KiB of what the block printed is kept (the page trims the end).
+    const CAP: usize = 256 * 1024;
+    let mut printed = String::new();
+    for i in 0.. {
+        if printed.len() > CAP {
+            break;
+        }
+        printed.push_str(&format!("line {i} of a flood\n"));
+    }
+    let kept = printed[..CAP].trim_end();
+    assert!(
+        page.contains(&format!("<pre>{kept}</pre>")),
+        "the kept output is not the first 256 KiB"
+    );
+    let cached: serde_json::Value =
+        serde_json::from_str(&site.read(".attnbook/cache/a.json")).unwrap();
+    assert_eq!(
+        cached["run"]["blocks"][0]["stdout"].as_str().map(str::len),
+        Some(CAP)
+    );
 }
 
 #[test]
