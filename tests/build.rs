@@ -120,7 +120,74 @@ fn base_url_flag_rewrites_every_link() {
     assert_eq!(run.code, 0, "{}", run.stderr);
     let page = site.read("public/first/index.html");
     assert!(page.contains("href=\"/other/style.css\""));
-    assert!(!page.contains("/series/"));
+    // Every file of the output: nothing of the base_url in site.toml is left anywhere.
+    let mut texts = 0;
+    for entry in walkdir::WalkDir::new(site.path("public")) {
+        let entry = entry.unwrap();
+        let Ok(text) = std::fs::read_to_string(entry.path()) else {
+            continue;
+        };
+        texts += 1;
+        assert!(
+            !text.contains("/series/") && !text.contains("example.github.io"),
+            "{} keeps the old base URL",
+            entry.path().display()
+        );
+    }
+    assert!(texts > 20, "only {texts} text files");
+    // Each URL-bearing file, with the new base URL where it belongs.
+    assert_eq!(
+        site.read("public/robots.txt"),
+        "User-agent: *\nAllow: /\nSitemap: https://user.github.io/other/sitemap.xml\n"
+    );
+    let sitemap = site.read("public/sitemap.xml");
+    let locs: Vec<&str> = sitemap
+        .match_indices("<loc>")
+        .map(|(i, _)| &sitemap[i + 5..])
+        .map(|r| &r[..r.find('<').unwrap()])
+        .collect();
+    assert_eq!(
+        locs,
+        [
+            "https://user.github.io/other/",
+            "https://user.github.io/other/first/",
+            "https://user.github.io/other/second/"
+        ]
+    );
+    let atom = site.read("public/atom.xml");
+    for link in [
+        "<link href=\"https://user.github.io/other/atom.xml\" rel=\"self\"",
+        "<link href=\"https://user.github.io/other/\"/>",
+        "<id>https://user.github.io/other/first/</id>",
+        "<id>https://user.github.io/other/second/</id>",
+    ] {
+        assert!(atom.contains(link), "atom.xml lacks {link}");
+    }
+    let index: serde_json::Value =
+        serde_json::from_str(&site.read("public/search-index.json")).unwrap();
+    let urls: Vec<&str> = index["docs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["u"].as_str().unwrap())
+        .collect();
+    assert!(urls.contains(&"/other/first/#scores"), "{urls:?}");
+    assert!(urls.iter().all(|u| u.starts_with("/other/")), "{urls:?}");
+    for (file, canonical) in [
+        ("404.html", "404.html"),
+        ("index.html", ""),
+        ("first/index.html", "first/"),
+        ("tags/index.html", "tags/"),
+        ("tags/dot/index.html", "tags/dot/"),
+        ("categories/basics/index.html", "categories/basics/"),
+    ] {
+        let page = site.read(&format!("public/{file}"));
+        let link =
+            format!("<link rel=\"canonical\" href=\"https://user.github.io/other/{canonical}\">");
+        assert!(page.contains(&link), "{file} lacks {link}");
+        assert!(page.contains("href=\"/other/style.css\""), "{file}");
+    }
+    assert!(site.read("public/404.html").contains("href=\"/other/\""));
 }
 
 #[test]
