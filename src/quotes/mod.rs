@@ -163,8 +163,8 @@ fn unbound(chapter: &Chapter, quote: &QuoteSyntax) -> Binding {
 
 /// Binds one quote to its rerun value.
 pub fn bind_one(quote: &QuoteSyntax, rerun: f64) -> Binding {
-    let formatted = format_like(&quote.number, rerun);
     let ok = within(quote.tolerance, &quote.number, rerun);
+    let formatted = shown_like(quote, rerun, ok);
     let rule = rule_text(quote.tolerance, &quote.number);
     Binding {
         name: quote.name.clone(),
@@ -205,6 +205,54 @@ pub fn rerun_text(value: f64) -> String {
     } else {
         format!("{} (not a finite number)", full(value))
     }
+}
+
+/// The rerun as the page shows it and `--fix` writes it: formatted like the quote; at an exact
+/// tie (0.125 to 2 decimals) the quoted side when the quote rounds (it is right either way),
+/// else half away from zero, as readers round.
+fn shown_like(quote: &QuoteSyntax, rerun: f64, ok: bool) -> String {
+    let quoted = format_like(&quote.number, quote.number.value);
+    let sides = roundings(&quote.number, rerun);
+    if ok && quote.tolerance == Tolerance::Round && sides.contains(&quoted) {
+        quoted
+    } else {
+        sides.into_iter().next().unwrap_or_default()
+    }
+}
+
+/// The ways `value` may be written to the quote's decimals: one, or two at an exact tie (half
+/// away from zero first). Rust's formatting rounds an exact tie half to even ("0.12" for 0.125),
+/// which no reader expects, so the tie is found on the exact binary value and both sides given.
+pub fn roundings(like: &QuotedNumber, value: f64) -> Vec<String> {
+    if !is_exact_tie(like, value) {
+        return vec![format_like(like, value)];
+    }
+    // The neighbours of an exact midpoint lie strictly on either side of it.
+    let (away, toward) = if value > 0.0 {
+        (value.next_up(), value.next_down())
+    } else {
+        (value.next_down(), value.next_up())
+    };
+    vec![format_like(like, away), format_like(like, toward)]
+}
+
+/// Whether `value` lies exactly halfway between two roundings to the quote's decimals. Decided
+/// on its exact decimal expansion (an `f64` has at most 1074 fraction digits, 767 significant):
+/// 0.125 is a tie, 0.135 (stored as 0.13500000000000000888...) is not.
+fn is_exact_tie(like: &QuotedNumber, value: f64) -> bool {
+    const EXACT: usize = 1100;
+    if !value.is_finite() || value == 0.0 {
+        return false;
+    }
+    let exact = if like.exponent {
+        format!("{:.*e}", EXACT, value.abs())
+    } else {
+        format!("{:.*}", EXACT, value.abs())
+    };
+    let mantissa = exact.split('e').next().unwrap_or(&exact);
+    let fraction = mantissa.split_once('.').map_or("", |(_, f)| f);
+    let rest = fraction.get(like.decimals..).unwrap_or("");
+    rest.starts_with('5') && rest[1..].bytes().all(|b| b == b'0')
 }
 
 /// Formats `value` the way `like` was written: decimals, grouping, sign, minus sign, exponent.
@@ -263,7 +311,7 @@ pub fn within(tolerance: Tolerance, quoted: &QuotedNumber, rerun: f64) -> bool {
     }
     let slack = 1e-9 * q.abs().max(rerun.abs()).max(1e-300);
     match tolerance {
-        Tolerance::Round => format_like(quoted, rerun) == format_like(quoted, q),
+        Tolerance::Round => roundings(quoted, rerun).contains(&format_like(quoted, q)),
         Tolerance::Abs(t) => (rerun - q).abs() <= t + slack,
         Tolerance::Rel(p) => (rerun - q).abs() <= p / 100.0 * q.abs() + slack,
         Tolerance::AtLeast(bound) => rerun >= bound,
@@ -327,6 +375,47 @@ mod tests {
         assert!(!within(Tolerance::Round, &quote.number, 0.1312));
     }
 
+    /// An exact tie accepts either rounding, and the page and `--fix` keep the quoted side; a
+    /// value that only prints like a tie (0.135 is 0.13500000000000000888...) rounds as it is.
+    #[test]
+    fn an_exact_tie_accepts_either_rounding() {
+        for (text, rerun, shown) in [
+            ("[0.13]{=x}", 0.125, "0.13"),
+            ("[0.12]{=x}", 0.125, "0.12"),
+            ("[−0.13]{=x}", -0.125, "−0.13"),
+            ("[2]{=x}", 2.5, "2"),
+            ("[3]{=x}", 2.5, "3"),
+            ("[1.2e-1]{=x}", 0.125, "1.2e-1"),
+            ("[1.3e-1]{=x}", 0.125, "1.3e-1"),
+            ("[1,000,000]{=x}", 999_999.5, "1,000,000"),
+        ] {
+            let binding = bind_one(&q(text), rerun);
+            assert_eq!(binding.status, Status::Ok, "{text} with {rerun}");
+            assert_eq!(
+                (binding.formatted.as_str(), binding.shown.as_str()),
+                (shown, shown),
+                "{text}"
+            );
+        }
+        // A drift at a tie shows (and `--fix` writes) half away from zero.
+        assert_eq!(bind_one(&q("[0.20]{=x}"), 0.125).formatted, "0.13");
+        assert_eq!(bind_one(&q("[0.20]{=x}"), -0.125).formatted, "-0.13");
+        assert_eq!(bind_one(&q("[0]{=x}"), 2.5).formatted, "3");
+        // Not ties: the binary value decides.
+        assert_eq!(bind_one(&q("[0.13]{=x}"), 0.135).status, Status::Drift);
+        assert_eq!(bind_one(&q("[0.14]{=x}"), 0.135).status, Status::Ok);
+        assert_eq!(
+            bind_one(&q("[0.13]{=x}"), 0.12500000000000003).status,
+            Status::Ok
+        );
+        assert_eq!(
+            bind_one(&q("[0.12]{=x}"), 0.12500000000000003).status,
+            Status::Drift
+        );
+        assert_eq!(roundings(&q("[0.1]{=x}").number, 0.25), ["0.3", "0.2"]);
+        assert_eq!(roundings(&q("[0.1]{=x}").number, 0.0), ["0.0"]);
+    }
+
     #[test]
     fn tolerance_rules() {
         let n = q("[10]{=a}").number;
@@ -334,7 +423,10 @@ mod tests {
         assert!(!within(Tolerance::Abs(0.5), &n, 10.51));
         assert!(within(Tolerance::Rel(20.0), &n, 12.0));
         assert!(!within(Tolerance::Rel(20.0), &n, 12.1));
+        // Bounds include the bound itself.
         assert!(within(Tolerance::AtLeast(8.0), &n, 8.0));
+        assert!(!within(Tolerance::AtLeast(8.0), &n, 7.999));
+        assert!(within(Tolerance::AtMost(8.0), &n, 8.0));
         assert!(!within(Tolerance::AtMost(8.0), &n, 8.1));
     }
 
