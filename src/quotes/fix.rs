@@ -102,6 +102,29 @@ mod tests {
         assert_eq!(apply(src, &edits), "a [0.13]{=x} b [12.25]{=y} c");
     }
 
+    /// Edits replace their bytes only: a BOM, CRLF line ends and multi-byte text around them
+    /// stay, and two edits on one line (given in any order) both land.
+    #[test]
+    fn edits_keep_every_other_byte() {
+        let src = "\u{feff}+++\r\n[0.08]{=x}，[−1.5]{=y}\r\n";
+        let x = src.find("0.08").unwrap();
+        let y = src.find("−1.5").unwrap();
+        let edits = [
+            Edit {
+                span: y..y + "−1.5".len(),
+                text: "−2.0".into(),
+            },
+            Edit {
+                span: x..x + 4,
+                text: "1,234.5".into(),
+            },
+        ];
+        assert_eq!(
+            apply(src, &edits),
+            "\u{feff}+++\r\n[1,234.5]{=x}，[−2.0]{=y}\r\n"
+        );
+    }
+
     fn quote(text: &str) -> QuoteSyntax {
         syntax::scan(text, 0, &[]).0.remove(0)
     }
