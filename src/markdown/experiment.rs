@@ -234,7 +234,7 @@ mod tests {
     fn a_text_span_counts_crlf_line_ends() {
         assert_eq!(source_len("a\r\nb\r\n```\r\n", "a\nb\n"), 6);
         assert_eq!(source_len("a\nb\n```\n", "a\nb\n"), 4);
-        assert_eq!(source_len("a\r\n", "a\nb\n"), 4, "never past the source");
+        assert_eq!(source_len("a\r\n", "a\nb\n"), 3, "never past the source");
     }
 
     #[test]
