@@ -99,6 +99,15 @@ fn fix_quotes(chapter: &Chapter) {
     }
 }
 
+/// The HTML the Markdown stage and the body renderer make of a chapter body (front matter is
+/// added), with the diagnostics. Stages that are not pure have stand-ins: no experiments ran,
+/// a formula renders as `<span class="math">TEX</span>`, a citation as
+/// `<a class="citation" href="#ref-KEY">KEY</a>`. For the syntax tests (`tests/markdown.rs`).
+pub fn body_html(body: &str) -> (String, Vec<Diagnostic>) {
+    let text = format!("+++\ntitle = \"T\"\nnumber = 1\n+++\n{body}");
+    rendered(text, &[]).unwrap_or_default()
+}
+
 fn rendered(text: String, values: &[f64]) -> Option<(String, Vec<Diagnostic>)> {
     let mut chapter = Chapter::parse(Path::new("content/01-x.md"), text).ok()?;
     let (doc, mut diagnostics) = markdown::parse(&chapter);

@@ -84,7 +84,7 @@ pub fn generate(package: &str, lab_path: &Path, chapters: &[ChapterBlocks<'_>]) 
 /// A hash of the code this module wraps around the blocks (manifest, prelude, `run`, `main`),
 /// taken from the crate it generates for a fixed chapter: any change to the wrapper changes it,
 /// with no version to remember to bump. Part of the experiment cache key.
-pub fn template_fingerprint() -> String {
+pub(super) fn template_fingerprint() -> String {
     let block = Experiment {
         index: 0,
         options: Default::default(),
