@@ -103,23 +103,25 @@ fn default_language() -> String {
 impl Config {
     /// Parses `site.toml` text; `path` is used for diagnostics only.
     pub fn parse(path: &Path, text: &str) -> Result<Config, Vec<Diagnostic>> {
-        let mut config: Config = parse_toml(path, text)?;
-        config.validate(path, text).map_err(|d| vec![d])?;
+        let mut config: Config = match parse_toml(path, text) {
+            Ok(config) => config,
+            Err(mut problems) => {
+                // Every problem at once: a bad `base_url` is reported beside an unknown key,
+                // read from the plain TOML table when the typed one cannot be made.
+                let url = toml::from_str::<toml::Table>(text).ok().and_then(|t| {
+                    t.get("base_url")
+                        .and_then(|v| v.as_str().map(str::to_string))
+                });
+                problems.extend(url.and_then(|url| base_url_problem(path, text, &url)));
+                problems.sort_by_key(|d| d.location.as_ref().map(|l| l.span.start));
+                return Err(problems);
+            }
+        };
+        if let Some(problem) = base_url_problem(path, text, &config.base_url) {
+            return Err(vec![problem]);
+        }
         config.warnings = config.forbidden_characters(path, text);
         Ok(config)
-    }
-
-    fn validate(&self, path: &Path, text: &str) -> Result<(), Diagnostic> {
-        let Err(bad) = check_base_url(&self.base_url) else {
-            return Ok(());
-        };
-        let at = value_span(text, "base_url").unwrap_or(0..0);
-        Err(Diagnostic::error(format!(
-            "`base_url` {}, got `{}`",
-            bad.problem, self.base_url
-        ))
-        .at(Location::in_source(path, text, at))
-        .with_help(bad.help))
     }
 
     /// A TOML escape (`\u000c`) puts in a string what the file itself may not hold: every text
@@ -163,6 +165,17 @@ impl Config {
     pub fn base_url_slash(&self) -> String {
         format!("{}/", self.base_url.trim_end_matches('/'))
     }
+}
+
+/// The error for a `base_url` that [`check_base_url`] refuses, at its value in `text`.
+fn base_url_problem(path: &Path, text: &str, url: &str) -> Option<Diagnostic> {
+    let bad = check_base_url(url).err()?;
+    let at = value_span(text, "base_url").unwrap_or(0..0);
+    Some(
+        Diagnostic::error(format!("`base_url` {}, got `{url}`", bad.problem))
+            .at(Location::in_source(path, text, at))
+            .with_help(bad.help),
+    )
 }
 
 /// What is wrong with a `base_url`, and how to write it instead.
@@ -377,6 +390,21 @@ mod tests {
             d.message
         );
         assert_eq!(d.help.as_deref(), Some("did you mean `language`?"));
+    }
+
+    /// A bad `base_url` is not hidden by an unknown key elsewhere (tests/fixtures/bad-config).
+    #[test]
+    fn a_bad_base_url_is_listed_beside_other_problems() {
+        let text = "title = \"T\"\nbase_url = \"example.com\"\nlangage = \"zh\"\n";
+        let problems = Config::parse(Path::new("site.toml"), text).unwrap_err();
+        let found: Vec<(usize, &str)> = problems
+            .iter()
+            .map(|d| (d.location.as_ref().unwrap().line, d.message.as_str()))
+            .collect();
+        assert_eq!(found.len(), 2, "{found:?}");
+        assert_eq!(found[0].0, 2, "{found:?}");
+        assert!(found[0].1.starts_with("`base_url` "), "{found:?}");
+        assert!(found[1].1.contains("`langage`"), "{found:?}");
     }
 
     #[test]

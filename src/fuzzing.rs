@@ -9,13 +9,94 @@ use crate::config::Config;
 use crate::content::{Chapter, Series};
 use crate::diagnostic::Diagnostic;
 use crate::markdown;
-use crate::quotes::{self, syntax};
+use crate::quotes::{self, syntax, syntax::Tolerance};
 use crate::render::{html, links, xref};
 
 /// Runs the pure stages on `text` as `content/01-x.md`; problems are diagnostics, never panics.
-pub fn pure_stages(text: String) {
+///
+/// `values` stand in for what the experiments recorded: the quoted names, in order of first
+/// appearance, get them in turn (cycling), so binding, the tolerance checks, formatting like
+/// the quote and the `--fix` rewrite all run on them. With no values, no experiment ran.
+pub fn pure_stages(text: String, values: &[f64]) {
     let _ = syntax::scan(&text, 0, &[]);
-    let _ = rendered(text);
+    let _ = rendered(text, values);
+}
+
+/// Splits fuzzer bytes into experiment values and chapter text: the first byte says how many
+/// values (0 to 7), each read as 8 little-endian bytes; the rest is the text. Every bit pattern
+/// is a value, so NaN, infinities, zeros and subnormals all come up.
+pub fn split_fuzz_input(data: &[u8]) -> (Vec<f64>, &[u8]) {
+    let Some((&count, rest)) = data.split_first() else {
+        return (Vec::new(), data);
+    };
+    let chunks = rest.chunks_exact(8).take(usize::from(count % 8));
+    let values: Vec<f64> = chunks
+        .map(|c| f64::from_le_bytes(c.try_into().unwrap_or_default()))
+        .collect();
+    (values.clone(), &rest[values.len() * 8..])
+}
+
+/// Gives the quoted names of `chapter` the `values` in turn, as a finished run would.
+fn record(chapter: &mut Chapter, values: &[f64]) {
+    if values.is_empty() {
+        return;
+    }
+    let mut names: Vec<&str> = Vec::new();
+    for quote in &chapter.doc.quotes {
+        if !names.contains(&quote.name.as_str()) {
+            names.push(&quote.name);
+        }
+    }
+    let recorded = names
+        .iter()
+        .zip(values.iter().cycle())
+        .map(|(name, x)| lab_protocol::Value {
+            name: name.to_string(),
+            block: 0,
+            shape: Vec::new(),
+            data: vec![lab_protocol::Number(*x)],
+            volatile: false,
+        })
+        .collect();
+    let mut run = crate::lab::ChapterRun::default();
+    run.results.values = recorded;
+    chapter.run = Some(run);
+}
+
+/// What `verify --fix` does with the drifted quotes of `chapter`: the edits are applied, and
+/// the rewritten text must still hold every quote, each rewritten one passing the rounding rule.
+fn fix_quotes(chapter: &Chapter) {
+    let edits: Vec<(usize, quotes::fix::Edit)> = chapter
+        .doc
+        .quotes
+        .iter()
+        .zip(&chapter.bindings)
+        .enumerate()
+        .filter(|(_, (_, b))| b.status == quotes::Status::Drift)
+        .filter_map(|(i, (q, b))| Some((i, quotes::fix::quote_edit(q, b)?)))
+        .collect();
+    if edits.is_empty() {
+        return;
+    }
+    let only: Vec<_> = edits.iter().map(|(_, e)| e.clone()).collect();
+    let fixed = quotes::fix::apply(&chapter.source, &only);
+    // Read back as the next `verify` would: quotes in code or math are not quotes.
+    let again = Chapter::parse(&chapter.path, fixed.clone()).expect("--fix broke the front matter");
+    let after = markdown::parse(&again).0.quotes;
+    assert_eq!(
+        after.len(),
+        chapter.doc.quotes.len(),
+        "--fix lost or made a quote:\n{fixed}"
+    );
+    for (i, _) in &edits {
+        let rerun = chapter.bindings[*i].rerun.unwrap_or(f64::NAN);
+        let number = &after[*i].number;
+        assert!(
+            quotes::within(Tolerance::Round, number, rerun),
+            "--fix wrote {} for {rerun}",
+            &fixed[number.span.clone()]
+        );
+    }
 }
 
 /// The HTML the Markdown stage and the body renderer make of a chapter body (front matter is
@@ -24,13 +105,14 @@ pub fn pure_stages(text: String) {
 /// `<a class="citation" href="#ref-KEY">KEY</a>`. For the syntax tests (`tests/markdown.rs`).
 pub fn body_html(body: &str) -> (String, Vec<Diagnostic>) {
     let text = format!("+++\ntitle = \"T\"\nnumber = 1\n+++\n{body}");
-    rendered(text).unwrap_or_default()
+    rendered(text, &[]).unwrap_or_default()
 }
 
-fn rendered(text: String) -> Option<(String, Vec<Diagnostic>)> {
+fn rendered(text: String, values: &[f64]) -> Option<(String, Vec<Diagnostic>)> {
     let mut chapter = Chapter::parse(Path::new("content/01-x.md"), text).ok()?;
     let (doc, mut diagnostics) = markdown::parse(&chapter);
     chapter.doc = doc;
+    record(&mut chapter, values);
     let config = Config::parse(Path::new("site.toml"), "title = \"T\"\nbase_url = \"/\"\n").ok()?;
     let mut series = Series {
         root: ".".into(),
@@ -41,6 +123,7 @@ fn rendered(text: String) -> Option<(String, Vec<Diagnostic>)> {
     let (bindings, problems) = quotes::bind(&series);
     diagnostics.extend(problems);
     series.chapters[0].bindings = bindings.into_iter().next().unwrap_or_default();
+    fix_quotes(&series.chapters[0]);
     diagnostics.extend(links::check(&series));
     let (refs, problems) = xref::resolve_all(&series);
     diagnostics.extend(problems);
@@ -79,4 +162,24 @@ fn rendered(text: String) -> Option<(String, Vec<Diagnostic>)> {
     };
     let _ = html::headings_html(&inputs);
     Some((html::body_html(&inputs), diagnostics))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fuzz_input_splits_into_values_and_text() {
+        let mut data = vec![10u8]; // 10 % 8 = 2 values
+        data.extend(1.5f64.to_le_bytes());
+        data.extend(f64::NEG_INFINITY.to_le_bytes());
+        data.extend(b"[1]{=x}");
+        let (values, text) = split_fuzz_input(&data);
+        assert_eq!(values, [1.5, f64::NEG_INFINITY]);
+        assert_eq!(text, b"[1]{=x}");
+        // Fewer bytes than the count asks for: the values there are, and no text.
+        let (values, text) = split_fuzz_input(&[3, 0, 0, 0, 0, 0, 0, 0, 0, 7]);
+        assert_eq!((values, text), (vec![0.0], &[7u8][..]));
+        assert_eq!(split_fuzz_input(&[]), (Vec::new(), &[][..]));
+    }
 }

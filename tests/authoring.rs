@@ -97,6 +97,15 @@ fn build(root: &Path) -> (i32, String) {
     )
 }
 
+/// The warnings of a build's diagnostics, each as `warning: MESSAGE` (what an example writes):
+/// a warning with a place is printed `path:line:col: warning: MESSAGE`, one without it bare.
+fn warnings(stderr: &str) -> impl Iterator<Item = &str> {
+    stderr.lines().filter_map(|line| {
+        let at = line.find("warning: ")?;
+        (at == 0 || line[..at].ends_with(": ")).then(|| &line[at..])
+    })
+}
+
 #[test]
 fn every_example_in_the_authoring_guide_holds() {
     let all = examples();
@@ -114,6 +123,13 @@ fn every_example_in_the_authoring_guide_holds() {
         code, 0,
         "the rendering examples must build cleanly:\n{stderr}"
     );
+    // A drift is only a warning (exit 0), so the exit code alone would let every quote of
+    // every example drift: an example that expects a warning says so with a `warning:` line.
+    for warning in warnings(&stderr) {
+        failures.push(format!(
+            "a rendering example warns, but none of them expects it: {warning}"
+        ));
+    }
     for (n, example) in &pages {
         let page =
             std::fs::read_to_string(site.path().join(format!("public/example-{n}/index.html")))
@@ -139,6 +155,15 @@ fn every_example_in_the_authoring_guide_holds() {
         if code != expected_code {
             failures.push(format!(
                 "docs/authoring.md:{}: exit code {code}, expected {expected_code}:\n{stderr}",
+                example.line
+            ));
+        }
+        // An expected `warning:` line may stop short of the whole message.
+        for warning in warnings(&stderr)
+            .filter(|w| !example.expected.iter().any(|e| w.starts_with(e.as_str())))
+        {
+            failures.push(format!(
+                "docs/authoring.md:{}: unexpected `{warning}`",
                 example.line
             ));
         }

@@ -27,7 +27,7 @@ fn a_site_builds_into_complete_pages() {
     assert!(!first.contains("let rows"));
     // The quote shows the rerun value, with the full value on hover.
     assert!(
-        first.contains("title=\"实验值 1；原文 1.00；规则：rounding to 2 decimals\">1.00</span>"),
+        first.contains("title=\"实验值 1；原文 1.00；规则：四舍五入到 2 位小数\">1.00</span>"),
         "{first}"
     );
     // Headings get anchors and a TOC; URLs honour the base path of base_url.
@@ -57,7 +57,14 @@ fn a_site_builds_into_complete_pages() {
 fn a_page_without_experiments_matches_its_snapshot() {
     let site = Site::fixture("basic");
     assert_eq!(site.run(&["build"]).code, 0);
-    insta::assert_snapshot!("second_page", site.read("public/second/index.html"));
+    let page = site.read("public/second/index.html");
+    // A site without a description has no description meta, rather than an empty one.
+    assert!(!page.contains("content=\"\">"), "{page}");
+    assert!(
+        page.contains("规则：四舍五入到 1 位小数\">1.0</span>"),
+        "{page}"
+    );
+    insta::assert_snapshot!("second_page", page);
 }
 
 #[test]
@@ -113,7 +120,74 @@ fn base_url_flag_rewrites_every_link() {
     assert_eq!(run.code, 0, "{}", run.stderr);
     let page = site.read("public/first/index.html");
     assert!(page.contains("href=\"/other/style.css\""));
-    assert!(!page.contains("/series/"));
+    // Every file of the output: nothing of the base_url in site.toml is left anywhere.
+    let mut texts = 0;
+    for entry in walkdir::WalkDir::new(site.path("public")) {
+        let entry = entry.unwrap();
+        let Ok(text) = std::fs::read_to_string(entry.path()) else {
+            continue;
+        };
+        texts += 1;
+        assert!(
+            !text.contains("/series/") && !text.contains("example.github.io"),
+            "{} keeps the old base URL",
+            entry.path().display()
+        );
+    }
+    assert!(texts > 20, "only {texts} text files");
+    // Each URL-bearing file, with the new base URL where it belongs.
+    assert_eq!(
+        site.read("public/robots.txt"),
+        "User-agent: *\nAllow: /\nSitemap: https://user.github.io/other/sitemap.xml\n"
+    );
+    let sitemap = site.read("public/sitemap.xml");
+    let locs: Vec<&str> = sitemap
+        .match_indices("<loc>")
+        .map(|(i, _)| &sitemap[i + 5..])
+        .map(|r| &r[..r.find('<').unwrap()])
+        .collect();
+    assert_eq!(
+        locs,
+        [
+            "https://user.github.io/other/",
+            "https://user.github.io/other/first/",
+            "https://user.github.io/other/second/"
+        ]
+    );
+    let atom = site.read("public/atom.xml");
+    for link in [
+        "<link href=\"https://user.github.io/other/atom.xml\" rel=\"self\"",
+        "<link href=\"https://user.github.io/other/\"/>",
+        "<id>https://user.github.io/other/first/</id>",
+        "<id>https://user.github.io/other/second/</id>",
+    ] {
+        assert!(atom.contains(link), "atom.xml lacks {link}");
+    }
+    let index: serde_json::Value =
+        serde_json::from_str(&site.read("public/search-index.json")).unwrap();
+    let urls: Vec<&str> = index["docs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["u"].as_str().unwrap())
+        .collect();
+    assert!(urls.contains(&"/other/first/#scores"), "{urls:?}");
+    assert!(urls.iter().all(|u| u.starts_with("/other/")), "{urls:?}");
+    for (file, canonical) in [
+        ("404.html", "404.html"),
+        ("index.html", ""),
+        ("first/index.html", "first/"),
+        ("tags/index.html", "tags/"),
+        ("tags/dot/index.html", "tags/dot/"),
+        ("categories/basics/index.html", "categories/basics/"),
+    ] {
+        let page = site.read(&format!("public/{file}"));
+        let link =
+            format!("<link rel=\"canonical\" href=\"https://user.github.io/other/{canonical}\">");
+        assert!(page.contains(&link), "{file} lacks {link}");
+        assert!(page.contains("href=\"/other/style.css\""), "{file}");
+    }
+    assert!(site.read("public/404.html").contains("href=\"/other/\""));
 }
 
 #[test]
@@ -123,7 +197,26 @@ fn an_output_flood_is_truncated_not_fatal() {
     assert_eq!(run.code, 0, "{}", run.stderr);
     let page = site.read("public/a/index.html");
     assert!(page.contains("输出过长，已截断。"));
-    assert!(page.len() < 1_000_000, "page is {} bytes", page.len());
+    // Exactly the first 256 KiB of what the block printed is kept (the page trims the end).
+    const CAP: usize = 256 * 1024;
+    let mut printed = String::new();
+    for i in 0.. {
+        if printed.len() > CAP {
+            break;
+        }
+        printed.push_str(&format!("line {i} of a flood\n"));
+    }
+    let kept = printed[..CAP].trim_end();
+    assert!(
+        page.contains(&format!("<pre>{kept}</pre>")),
+        "the kept output is not the first 256 KiB"
+    );
+    let cached: serde_json::Value =
+        serde_json::from_str(&site.read(".attnbook/cache/a.json")).unwrap();
+    assert_eq!(
+        cached["run"]["blocks"][0]["stdout"].as_str().map(str::len),
+        Some(CAP)
+    );
 }
 
 #[test]

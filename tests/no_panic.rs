@@ -60,7 +60,58 @@ fn chapter_text() -> impl Strategy<Value = String> {
 }
 
 fn run_stages(text: String) {
-    attnbook::fuzzing::pure_stages(text);
+    attnbook::fuzzing::pure_stages(text, &[]);
+}
+
+/// A quote with every number form and every tolerance form, on names `x`, `y` and `z`.
+fn quote() -> impl Strategy<Value = String> {
+    let number = prop::sample::select(vec![
+        "0.08",
+        "1,234.5 倍",
+        "−1.5",
+        "-2",
+        "+0.0",
+        "1.5e-3",
+        "2E+4",
+        "7",
+        "0",
+        "约 40",
+        "1e300",
+    ]);
+    let tolerance = prop::sample::select(vec![
+        "",
+        " ±0.01",
+        " ±0",
+        " ~20%",
+        " ~0%",
+        " >=10",
+        " <=0.1",
+        " >=-1e300",
+        " ±1e300",
+    ]);
+    let name = prop::sample::select(vec!["x", "y", "z"]);
+    (number, name, tolerance).prop_map(|(n, name, t)| format!("[{n}]{{={name}{t}}}"))
+}
+
+/// What an experiment may record: ordinary, zero, negative, tiny, huge and non-finite values.
+fn value() -> impl Strategy<Value = f64> {
+    prop_oneof![
+        -1e3f64..1e3,
+        prop::num::f64::ANY,
+        prop::sample::select(vec![
+            0.0,
+            -0.0,
+            0.125,
+            -0.125,
+            f64::MAX,
+            f64::MIN,
+            f64::MIN_POSITIVE,
+            f64::EPSILON,
+            f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+        ]),
+    ]
 }
 
 proptest! {
@@ -73,6 +124,18 @@ proptest! {
     #[test]
     fn a_valid_front_matter_with_any_body_never_panics(body in chapter_text()) {
         run_stages(format!("+++\ntitle = \"T\"\nnumber = 1\n+++\n{body}"));
+    }
+
+    /// Quotes bound to recorded values: binding, every tolerance check, formatting like the
+    /// quote and the `--fix` rewrite (which must leave every quote parseable and, for the
+    /// rounding rule, passing) run on generated values.
+    #[test]
+    fn quotes_with_values_never_panic(
+        parts in prop::collection::vec(prop_oneof![quote(), fragment()], 0..12),
+        values in prop::collection::vec(value(), 1..4),
+    ) {
+        let body = parts.join(" ");
+        attnbook::fuzzing::pure_stages(format!("+++\ntitle = \"T\"\nnumber = 1\n+++\n{body}"), &values);
     }
 
     #[test]

@@ -1,9 +1,11 @@
 //! The built site served under a sub-path (as GitHub Pages serves a project site) on 127.0.0.1:
-//! every link, stylesheet, script, image, font and feed URL on every page must resolve.
+//! every link, stylesheet, script, image, font and feed URL on every page must resolve, the
+//! absolute ones (canonical links, feed, sitemap, robots.txt) included, and every `#fragment`
+//! must name an `id` on the page it points to.
 
 mod common;
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
@@ -13,11 +15,19 @@ use common::Site;
 use regex::Regex;
 
 const PREFIX: &str = "/series/";
+/// The origin of the fixture's `base_url` (and of `--base-url` below): absolute URLs on it are
+/// the site's own and are followed like the relative ones.
+const ORIGIN: &str = "https://example.github.io";
 
 static URL_ATTR: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r#"(?:href|src)="([^"]+)""#).unwrap());
 static CSS_URL: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r#"url\(["']?([^"')]+)["']?\)"#).unwrap());
+/// URLs in the feed (`href="..."`), the sitemap (`<loc>`) and robots.txt (`Sitemap:`).
+static XML_URL: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#"(?:href="([^"]+)"|<loc>([^<]+)</loc>|Sitemap: (\S+))"#).unwrap()
+});
+static ID: LazyLock<Regex> = LazyLock::new(|| Regex::new(r#"\sid="([^"]+)""#).unwrap());
 
 /// Serves `root` under PREFIX on an ephemeral port, from a background thread.
 fn serve(root: PathBuf) -> u16 {
@@ -69,18 +79,25 @@ fn get(port: u16, path: &str) -> (u16, String) {
     (status, body)
 }
 
-/// Resolves a reference found on `page` to an absolute path on this server, if it is internal.
-fn resolve(page: &str, reference: &str) -> Option<String> {
-    let reference = reference.split('#').next()?;
-    if reference.is_empty()
-        || reference.contains("://")
+/// Resolves a reference found on `page` to an absolute path on this server and the fragment
+/// it names, if it is internal: relative, root-relative, or absolute on [`ORIGIN`].
+fn resolve(page: &str, reference: &str) -> Option<(String, Option<String>)> {
+    let (reference, fragment) = match reference.split_once('#') {
+        Some((r, f)) => (r, Some(f.to_string()).filter(|f| !f.is_empty())),
+        None => (reference, None),
+    };
+    let reference = reference.strip_prefix(ORIGIN).unwrap_or(reference);
+    if reference.contains("://")
         || reference.starts_with("data:")
         || reference.starts_with("mailto:")
     {
         return None;
     }
+    if reference.is_empty() {
+        return fragment.map(|f| (page.to_string(), Some(f)));
+    }
     if reference.starts_with('/') {
-        return Some(reference.to_string());
+        return Some((reference.to_string(), fragment));
     }
     let dir = &page[..page.rfind('/')? + 1];
     let mut parts: Vec<&str> = dir.split('/').filter(|p| !p.is_empty()).collect();
@@ -94,43 +111,86 @@ fn resolve(page: &str, reference: &str) -> Option<String> {
         }
     }
     let trailing = if reference.ends_with('/') { "/" } else { "" };
-    Some(format!("/{}{trailing}", parts.join("/")))
+    Some((format!("/{}{trailing}", parts.join("/")), fragment))
 }
 
+/// The references a fetched `url` holds, by the kind of file it is.
+fn references(url: &str, body: &str) -> Vec<String> {
+    let pattern: &Regex = if url.ends_with(".css") {
+        &CSS_URL
+    } else if url.ends_with(".xml") || url.ends_with(".txt") {
+        &XML_URL
+    } else if url.ends_with('/') || url.ends_with(".html") {
+        &URL_ATTR
+    } else {
+        return Vec::new();
+    };
+    pattern
+        .captures_iter(body)
+        .filter_map(|caps| {
+            caps.iter()
+                .skip(1)
+                .flatten()
+                .next()
+                .map(|m| m.as_str().replace("&amp;", "&"))
+        })
+        .collect()
+}
+
+/// Visits every URL reachable from the home page, the 404 page and robots.txt; returns how many
+/// were visited and what is broken: missing files, links outside the base path, and fragments
+/// no `id` of their page carries.
 fn crawl(port: u16) -> (usize, Vec<String>) {
-    let mut seen = BTreeSet::new();
-    let mut queue = VecDeque::from([PREFIX.to_string(), format!("{PREFIX}404.html")]);
+    let mut pages: BTreeMap<String, String> = BTreeMap::new();
+    let mut queue = VecDeque::from([
+        PREFIX.to_string(),
+        format!("{PREFIX}404.html"),
+        format!("{PREFIX}robots.txt"),
+    ]);
+    let mut fragments = Vec::new();
     let mut broken = Vec::new();
     while let Some(url) = queue.pop_front() {
-        if !seen.insert(url.clone()) {
+        if pages.contains_key(&url) {
             continue;
         }
         let (status, body) = get(port, &url);
         if status != 200 {
             broken.push(format!("{url} -> {status}"));
+            pages.insert(url, String::new());
             continue;
         }
-        let pattern: &Regex = if url.ends_with(".css") {
-            &CSS_URL
-        } else {
-            &URL_ATTR
-        };
-        let crawlable = url.ends_with('/') || url.ends_with(".html") || url.ends_with(".css");
-        if !crawlable {
-            continue;
-        }
-        for caps in pattern.captures_iter(&body) {
-            let reference = caps[1].replace("&amp;", "&");
-            if let Some(next) = resolve(&url, &reference) {
-                if !next.starts_with(PREFIX) {
-                    broken.push(format!("{url} links outside the base path: {next}"));
-                } else {
-                    queue.push_back(next);
-                }
+        for reference in references(&url, &body) {
+            let Some((next, fragment)) = resolve(&url, &reference) else {
+                continue;
+            };
+            if !next.starts_with(PREFIX) {
+                broken.push(format!("{url} links outside the base path: {next}"));
+                continue;
             }
+            if let Some(fragment) = fragment {
+                fragments.push((url.clone(), next.clone(), fragment));
+            }
+            queue.push_back(next);
+        }
+        pages.insert(url, body);
+    }
+    for (from, page, fragment) in &fragments {
+        let ids: BTreeSet<&str> = ID
+            .captures_iter(&pages[page])
+            .map(|c| c.get(1).map_or("", |m| m.as_str()))
+            .collect();
+        if !ids.contains(fragment.as_str()) {
+            broken.push(format!(
+                "{from} links to {page}#{fragment}, which has no such id"
+            ));
         }
     }
-    (seen.len(), broken)
+    assert!(!fragments.is_empty(), "no fragment was followed");
+    for reached in ["atom.xml", "sitemap.xml"] {
+        let url = format!("{PREFIX}{reached}");
+        assert!(pages.contains_key(&url), "the crawl never reached {url}");
+    }
+    (pages.len(), broken)
 }
 
 fn assert_no_broken_links(site_root: &Path) {
@@ -169,14 +229,27 @@ fn the_series_served_under_a_sub_path_has_no_broken_link_or_asset() {
 
 #[test]
 fn resolving_relative_references() {
+    let path = |p: &str| Some((p.to_string(), None));
     assert_eq!(
-        resolve("/series/a/", "../katex/x.css").as_deref(),
-        Some("/series/katex/x.css")
+        resolve("/series/a/", "../katex/x.css"),
+        path("/series/katex/x.css")
     );
     assert_eq!(
-        resolve("/series/katex/katex.min.css", "fonts/A.woff2").as_deref(),
-        Some("/series/katex/fonts/A.woff2")
+        resolve("/series/katex/katex.min.css", "fonts/A.woff2"),
+        path("/series/katex/fonts/A.woff2")
     );
     assert_eq!(resolve("/series/a/", "https://x.y/"), None);
-    assert_eq!(resolve("/series/a/", "#top"), None);
+    assert_eq!(
+        resolve("/series/a/", "https://example.github.io/series/b/"),
+        path("/series/b/")
+    );
+    assert_eq!(
+        resolve("/series/a/", "#top"),
+        Some(("/series/a/".to_string(), Some("top".to_string())))
+    );
+    assert_eq!(
+        resolve("/series/a/", "../b/#x"),
+        Some(("/series/b/".to_string(), Some("x".to_string())))
+    );
+    assert_eq!(resolve("/series/a/", "#"), None);
 }

@@ -22,10 +22,15 @@ fn non_finite_reruns_fail_every_rule_in_verify_and_build() {
         "quoted 0.13  rerun NaN (not a finite number)  (rounding to 2 decimals)",
         "quoted 0.13  rerun inf (not a finite number)  (>=0.1)",
         "quoted 0.13  rerun -inf (not a finite number)  (<=0.2)",
-        "6 quotes, 1 outputs checked, 7 drifted",
     ] {
         assert!(run.stdout.contains(line), "{line}\n{}", run.stdout);
     }
+    assert!(
+        run.stdout
+            .ends_with("\n6 quotes, 1 outputs checked, 7 drifted\n"),
+        "{}",
+        run.stdout
+    );
 
     let build = site.run(&["build"]);
     assert_eq!(build.code, 0, "drift only warns: {}", build.stderr);
@@ -76,6 +81,93 @@ fn fix_never_writes_a_non_finite_rerun() {
         before.replace("[0.40]{=ok}", "[0.50]{=ok}"),
         "only the finite drift is rewritten"
     );
+}
+
+/// The chapter of `fix_rewrites_byte_for_byte`, with `\n` line ends; the test adds a BOM and
+/// CRLF. Two fixes on one line, grouping, U+2212, an exponent, a bound and a drifted output
+/// printed without a final newline.
+const MANY_FORMS: &str = "+++
+title = \"A\"
+number = 1
+seed = 1
++++
+
+```rust,experiment
+lab.value(\"a\", 0.1312);
+lab.value(\"big\", 1234567.0);
+lab.value(\"neg\", -0.0213);
+lab.value(\"tiny\", 0.000213);
+print!(\"x = 1.50\\ny = 2\");
+```
+
+```output
+x = 1.00
+y = 2
+```
+
+Two on a line: [0.08]{=a} and [0.09]{=a ±0.01}; [1,000,000]{=big}; [−0.05]{=neg}; [1.1e-4]{=tiny}; [5]{=a >=1}.
+";
+
+/// `--fix` changes the drifted numbers and output and no other byte: the BOM, the CRLF line
+/// ends (the rewritten output gets them too, and ends its line before the fence) and the
+/// file's permissions stay.
+#[cfg(unix)]
+#[test]
+fn fix_rewrites_byte_for_byte() {
+    use std::os::unix::fs::PermissionsExt;
+    let site = Site::fixture("quotes");
+    std::fs::remove_file(site.path("content/01-q.md")).unwrap();
+    let crlf = |text: &str| format!("\u{feff}{}", text.replace('\n', "\r\n"));
+    let path = "content/01-many.md";
+    site.write(path, &crlf(MANY_FORMS));
+    std::fs::set_permissions(site.path(path), std::fs::Permissions::from_mode(0o640)).unwrap();
+    let fixed = site.run(&["verify", "--fix"]);
+    assert_eq!(
+        fixed.code, 1,
+        "the bound stays a failure: {}{}",
+        fixed.stdout, fixed.stderr
+    );
+    assert!(
+        fixed
+            .stdout
+            .contains("fixed 6 place(s) in content/01-many.md"),
+        "{}",
+        fixed.stdout
+    );
+    let expected = MANY_FORMS
+        .replace("x = 1.00\ny = 2\n", "x = 1.50\ny = 2\n")
+        .replace("[0.08]{=a} and [0.09]", "[0.13]{=a} and [0.13]")
+        .replace("[1,000,000]", "[1,234,567]")
+        .replace("[−0.05]", "[−0.02]")
+        .replace("[1.1e-4]", "[2.1e-4]");
+    assert_eq!(
+        std::fs::read(site.path(path)).unwrap(),
+        crlf(&expected).into_bytes()
+    );
+    let mode = std::fs::metadata(site.path(path))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o640);
+    assert_eq!(site.run(&["verify"]).code, 1, "only the bound is left");
+}
+
+/// A rerun output with a line that would close the pinned block's fence is not written: an
+/// error says how to make room for it, and the chapter is left as it is.
+#[test]
+fn fix_never_writes_an_output_that_closes_its_fence() {
+    let site = Site::fixture("quotes");
+    std::fs::remove_file(site.path("content/01-q.md")).unwrap();
+    let text = "+++\ntitle = \"F\"\nnumber = 1\n+++\n\n```rust,experiment\nprintln!(\"```\");\n```\n\n```output\nnothing\n```\n";
+    site.write("content/01-f.md", text);
+    let fixed = site.run(&["verify", "--fix"]);
+    assert_eq!(fixed.code, 2, "{}{}", fixed.stdout, fixed.stderr);
+    assert!(
+        fixed.stderr.contains("content/01-f.md:11:1: error: the rerun output has a line that would close this pinned block's fence"),
+        "{}",
+        fixed.stderr
+    );
+    assert_eq!(site.read("content/01-f.md"), text);
 }
 
 /// A chapter that is a symbolic link is fixed at its target; the link stays a link.

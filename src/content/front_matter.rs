@@ -84,7 +84,13 @@ fn split(path: &Path, source: &str) -> Result<(Range<usize>, usize), Diagnostic>
             .with_help("start the chapter with a `+++` line, `title = \"...\"`, `number = N`, and a closing `+++` line")
     };
     let first_line_end = source.find('\n').map_or(source.len(), |i| i + 1);
-    if source[..first_line_end].trim_end() != FENCE {
+    // A byte order mark (which some Windows editors write) is kept in the source, so that
+    // `verify --fix` writes it back, and skipped here.
+    if source[..first_line_end]
+        .trim_start_matches('\u{feff}')
+        .trim_end()
+        != FENCE
+    {
         return Err(missing());
     }
     let mut offset = first_line_end;
@@ -198,6 +204,15 @@ mod tests {
         let src = "+++\ntitle = \"x\"\nnumber = \"one\"\n+++\n";
         let errors = p(src).unwrap_err();
         assert_eq!(loc(&errors[0]).0, 3);
+    }
+
+    /// A chapter saved with a byte order mark, and with CRLF line ends, still has front matter.
+    #[test]
+    fn a_byte_order_mark_and_crlf_are_accepted() {
+        let src = "\u{feff}+++\r\ntitle = \"x\"\r\nnumber = 2\r\n+++\r\nbody\r\n";
+        let (front, body) = p(src).unwrap();
+        assert_eq!((front.title.as_str(), front.number), ("x", 2));
+        assert_eq!(&src[body..], "body\r\n");
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! The experiment cache: one JSON file per chapter, keyed by everything that can change it.
 //!
 //! The key hashes the chapter's block sources and options, its seed, the sources of the
-//! runtime crates (`lab`, `attention`, `lab-protocol`), `Cargo.lock` and the rustc version. A hit
+//! runtime crates (`lab`, `attention`, `lab-protocol`), `Cargo.lock`, the rustc version, and
+//! attnbook itself: its version and the wrapper code it generates around the blocks. A hit
 //! means the chapter is neither compiled nor run.
 
 use std::path::{Path, PathBuf};
@@ -19,14 +20,30 @@ struct Entry {
     run: ChapterRun,
 }
 
-/// Hash of everything outside the chapter that results depend on (computed once per build).
+/// What of attnbook itself shapes a run: its version and the fingerprint of the generated
+/// wrapper code (a new wrapper or a new release reruns every chapter).
+pub(super) fn generator_identity() -> String {
+    format!(
+        "attnbook {}\n{}",
+        env!("CARGO_PKG_VERSION"),
+        super::generate::template_fingerprint()
+    )
+}
+
+/// Hash of everything outside the chapter that results depend on (computed once per build):
+/// the runtime crates' `.rs` and `.toml` files (not their `target/`), `Cargo.lock`, the
+/// toolchain (with what else of the environment changes results) and [`generator_identity`].
 pub(super) fn environment_key(
     runtime_crates: &Path,
     cargo_lock: Option<&Path>,
     rustc_version: &str,
+    generator: &str,
 ) -> String {
     let mut hasher = blake3::Hasher::new();
     hasher.update(rustc_version.as_bytes());
+    hasher.update(b"\0");
+    hasher.update(generator.as_bytes());
+    hasher.update(b"\0");
     let mut files: Vec<PathBuf> = WalkDir::new(runtime_crates)
         .into_iter()
         .filter_entry(|e| e.file_name() != "target")
@@ -149,6 +166,103 @@ mod tests {
             chapter_key("env", "a", 1, &[moved]),
             "moving a block in the prose keeps the cache"
         );
+    }
+
+    /// A runtime tree like the real one: `crates/{attention,lab,lab-protocol}` and a lock file.
+    fn runtime() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        for file in [
+            "crates/attention/Cargo.toml",
+            "crates/attention/src/lib.rs",
+            "crates/lab/Cargo.toml",
+            "crates/lab/src/lib.rs",
+            "crates/lab-protocol/src/lib.rs",
+            "crates/lab/README.md",
+            "Cargo.lock",
+        ] {
+            let path = dir.path().join(file);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, format!("// {file}\n")).unwrap();
+        }
+        dir
+    }
+
+    fn key_of(dir: &Path, rustc: &str, generator: &str) -> String {
+        environment_key(
+            &dir.join("crates"),
+            Some(&dir.join("Cargo.lock")),
+            rustc,
+            generator,
+        )
+    }
+
+    /// Each input of the environment forces a rerun when it changes: every source and manifest
+    /// of the runtime crates, `Cargo.lock`, the toolchain, attnbook's version and its generated
+    /// wrapper. A README and build output do not.
+    #[test]
+    fn the_environment_key_changes_with_every_input() {
+        let dir = runtime();
+        let (rustc, generator) = ("rustc 1.95.0", generator_identity());
+        let base = key_of(dir.path(), rustc, &generator);
+        assert_eq!(base, key_of(dir.path(), rustc, &generator), "stable");
+        for file in [
+            "crates/attention/src/lib.rs",
+            "crates/attention/Cargo.toml",
+            "crates/lab/src/lib.rs",
+            "crates/lab/Cargo.toml",
+            "crates/lab-protocol/src/lib.rs",
+            "Cargo.lock",
+        ] {
+            let path = dir.path().join(file);
+            let before = std::fs::read_to_string(&path).unwrap();
+            std::fs::write(&path, format!("{before}// edited\n")).unwrap();
+            assert_ne!(base, key_of(dir.path(), rustc, &generator), "{file}");
+            std::fs::write(&path, before).unwrap();
+        }
+        std::fs::write(dir.path().join("crates/attention/src/new.rs"), "").unwrap();
+        assert_ne!(base, key_of(dir.path(), rustc, &generator), "a new file");
+        std::fs::remove_file(dir.path().join("crates/attention/src/new.rs")).unwrap();
+        assert_eq!(base, key_of(dir.path(), rustc, &generator), "restored");
+        assert_ne!(
+            base,
+            key_of(dir.path(), "rustc 1.96.0", &generator),
+            "toolchain"
+        );
+        let next_release = generator.replacen(env!("CARGO_PKG_VERSION"), "999.0.0", 1);
+        assert_ne!(
+            base,
+            key_of(dir.path(), rustc, &next_release),
+            "attnbook version"
+        );
+        let new_wrapper = format!("attnbook {}\nanother template", env!("CARGO_PKG_VERSION"));
+        assert_ne!(
+            base,
+            key_of(dir.path(), rustc, &new_wrapper),
+            "wrapper code"
+        );
+        std::fs::write(dir.path().join("crates/lab/README.md"), "more words").unwrap();
+        std::fs::create_dir_all(dir.path().join("crates/lab/target")).unwrap();
+        std::fs::write(dir.path().join("crates/lab/target/x.rs"), "built").unwrap();
+        assert_eq!(
+            base,
+            key_of(dir.path(), rustc, &generator),
+            "docs and target/ do not count"
+        );
+    }
+
+    /// The identity names this attnbook's version and the generator's template fingerprint.
+    #[test]
+    fn the_generator_identity_is_the_version_and_the_wrapper() {
+        let identity = generator_identity();
+        assert_eq!(
+            identity,
+            format!(
+                "attnbook {}\n{}",
+                env!("CARGO_PKG_VERSION"),
+                crate::lab::generate::template_fingerprint()
+            )
+        );
+        assert_eq!(crate::lab::generate::template_fingerprint().len(), 64);
     }
 
     #[test]

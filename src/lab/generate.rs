@@ -81,6 +81,43 @@ pub fn generate(package: &str, lab_path: &Path, chapters: &[ChapterBlocks<'_>]) 
     GeneratedCrate { files, bins, map }
 }
 
+/// A hash of the code this module wraps around the blocks (manifest, prelude, `run`, `main`),
+/// taken from the crate it generates for a fixed chapter: any change to the wrapper changes it,
+/// with no version to remember to bump. Part of the experiment cache key.
+pub(super) fn template_fingerprint() -> String {
+    let block = Experiment {
+        index: 0,
+        options: Default::default(),
+        lines: vec![crate::markdown::experiment::CodeLine {
+            code: "BLOCK".into(),
+            shown: true,
+            line: 2,
+            col_shift: 0,
+        }],
+        span: 0..0,
+        line: 1,
+        pinned: None,
+    };
+    let chapter = ChapterBlocks {
+        slug: "slug",
+        path: Path::new("content/slug.md"),
+        blocks: std::slice::from_ref(&block),
+    };
+    fingerprint(&generate("package", Path::new("/lab"), &[chapter]))
+}
+
+/// A hash of every file of a generated crate, names included.
+fn fingerprint(krate: &GeneratedCrate) -> String {
+    let mut hasher = blake3::Hasher::new();
+    for (path, text) in &krate.files {
+        hasher.update(path.to_string_lossy().as_bytes());
+        hasher.update(b"\0");
+        hasher.update(text.as_bytes());
+        hasher.update(b"\0");
+    }
+    hasher.finalize().to_hex().to_string()
+}
+
 fn manifest(package: &str, lab_path: &Path) -> String {
     // An empty [workspace] keeps the crate out of any enclosing workspace.
     format!(
@@ -181,6 +218,28 @@ mod tests {
             line,
             pinned: None,
         }
+    }
+
+    /// Any change to the generated wrapper, a file's text or its name, changes the fingerprint
+    /// (and with it the experiment cache key); the fingerprint is stable between calls.
+    #[test]
+    fn the_template_fingerprint_follows_the_generated_code() {
+        assert_eq!(template_fingerprint(), template_fingerprint());
+        let blocks = [block(0, 1, &[("BLOCK", true)])];
+        let chapter = || ChapterBlocks {
+            slug: "slug",
+            path: Path::new("content/slug.md"),
+            blocks: &blocks,
+        };
+        let base = fingerprint(&generate("package", Path::new("/lab"), &[chapter()]));
+        let mut edited = generate("package", Path::new("/lab"), &[chapter()]);
+        edited.files[1].1 = edited.files[1]
+            .1
+            .replace("use lab::prelude::*;", "use lab::*;");
+        assert_ne!(base, fingerprint(&edited));
+        let mut renamed = generate("package", Path::new("/lab"), &[chapter()]);
+        renamed.files[0].0 = PathBuf::from("Cargo2.toml");
+        assert_ne!(base, fingerprint(&renamed));
     }
 
     #[test]

@@ -159,6 +159,7 @@ pub fn run(series: &Series, plan: &LabPlan) -> Runs {
         paths.lab_crate.parent().unwrap_or(&paths.lab_crate),
         Some(&Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.lock")),
         &format!("{toolchain}\n{}", result_environment()),
+        &cache::generator_identity(),
     );
     let cache_dir = paths.work.join("cache");
     let mut stale = Vec::new();

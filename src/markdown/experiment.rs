@@ -72,6 +72,21 @@ impl Experiment {
     }
 }
 
+/// How many bytes of `source` the code block text `text` covers: pulldown-cmark gives a CRLF
+/// line end as `\n`, so counting `text.len()` would leave the `\r`s out of the span (and
+/// `verify --fix` would write half a line end).
+fn source_len(source: &str, text: &str) -> usize {
+    let bytes = source.as_bytes();
+    let mut at = 0;
+    for &b in text.as_bytes() {
+        if b == b'\n' && bytes.get(at) == Some(&b'\r') {
+            at += 1;
+        }
+        at += 1;
+    }
+    at.min(source.len())
+}
+
 /// A fenced block being collected.
 pub(super) struct CodeState {
     info: String,
@@ -126,7 +141,7 @@ impl CodeState {
                 .map_or(self.span.end, |i| self.span.start + i + 1);
             fence_end.min(self.span.end)
         });
-        let text_span = start..start + self.text.len();
+        let text_span = start..start + source_len(&chapter.source[start..], &self.text);
         let line = chapter.location(start..start).line;
         PinnedOutput {
             text: self.text,
@@ -212,6 +227,15 @@ fn split_lines(text: &str, first_line: usize) -> Vec<CodeLine> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A pinned output's span covers its CRLF line ends (tests/verify_fix.rs
+    /// fix_rewrites_byte_for_byte checks the rewrite).
+    #[test]
+    fn a_text_span_counts_crlf_line_ends() {
+        assert_eq!(source_len("a\r\nb\r\n```\r\n", "a\nb\n"), 6);
+        assert_eq!(source_len("a\nb\n```\n", "a\nb\n"), 4);
+        assert_eq!(source_len("a\r\n", "a\nb\n"), 3, "never past the source");
+    }
 
     #[test]
     fn options_parse() {

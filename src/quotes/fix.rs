@@ -6,6 +6,9 @@
 use std::ops::Range;
 use std::path::Path;
 
+use super::Binding;
+use super::syntax::{self, QuoteSyntax};
+
 /// One replacement in a file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Edit {
@@ -13,6 +16,23 @@ pub struct Edit {
     pub span: Range<usize>,
     /// New text.
     pub text: String,
+}
+
+/// The edit `--fix` makes for a drifted quote: its number becomes the rerun formatted like it.
+/// `None` for a bound (never rewritten) and for a rerun that is not a finite number, or whose
+/// rounding is not (`f64::MAX` written `1.8e308`): either would make the quote unreadable, so
+/// `verify` reports it instead.
+pub fn quote_edit(quote: &QuoteSyntax, binding: &Binding) -> Option<Edit> {
+    let readable = syntax::parse_number(&binding.formatted, 0)
+        .value
+        .is_finite();
+    if quote.tolerance.is_bound() || !binding.rerun.is_some_and(f64::is_finite) || !readable {
+        return None;
+    }
+    Some(Edit {
+        span: quote.number.span.clone(),
+        text: binding.formatted.clone(),
+    })
 }
 
 /// Applies non-overlapping edits to `source`.
@@ -80,6 +100,48 @@ mod tests {
             },
         ];
         assert_eq!(apply(src, &edits), "a [0.13]{=x} b [12.25]{=y} c");
+    }
+
+    /// Edits replace their bytes only: a BOM, CRLF line ends and multi-byte text around them
+    /// stay, and two edits on one line (given in any order) both land.
+    #[test]
+    fn edits_keep_every_other_byte() {
+        let src = "\u{feff}+++\r\n[0.08]{=x}，[−1.5]{=y}\r\n";
+        let x = src.find("0.08").unwrap();
+        let y = src.find("−1.5").unwrap();
+        let edits = [
+            Edit {
+                span: y..y + "−1.5".len(),
+                text: "−2.0".into(),
+            },
+            Edit {
+                span: x..x + 4,
+                text: "1,234.5".into(),
+            },
+        ];
+        assert_eq!(
+            apply(src, &edits),
+            "\u{feff}+++\r\n[1,234.5]{=x}，[−2.0]{=y}\r\n"
+        );
+    }
+
+    fn quote(text: &str) -> QuoteSyntax {
+        syntax::scan(text, 0, &[]).0.remove(0)
+    }
+
+    /// Found by tests/no_panic.rs: `f64::MAX` to one decimal of a mantissa is `1.8e308`, which
+    /// no longer reads as a number; `--fix` must not write it.
+    #[test]
+    fn a_rerun_whose_rounding_overflows_is_not_written() {
+        let q = quote("[1.5e-3]{=x}");
+        assert_eq!(quote_edit(&q, &super::super::bind_one(&q, f64::MAX)), None);
+        let edit = quote_edit(&q, &super::super::bind_one(&q, 2.04e-3)).unwrap();
+        assert_eq!((edit.span, edit.text.as_str()), (1..7, "2.0e-3"));
+        let bound = quote("[1]{=x >=0.5}");
+        assert_eq!(
+            quote_edit(&bound, &super::super::bind_one(&bound, 0.1)),
+            None
+        );
     }
 
     #[cfg(unix)]

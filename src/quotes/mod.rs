@@ -163,21 +163,22 @@ fn unbound(chapter: &Chapter, quote: &QuoteSyntax) -> Binding {
 
 /// Binds one quote to its rerun value.
 pub fn bind_one(quote: &QuoteSyntax, rerun: f64) -> Binding {
-    let formatted = format_like(&quote.number, rerun);
     let ok = within(quote.tolerance, &quote.number, rerun);
+    let formatted = shown_like(quote, rerun, ok);
     let rule = rule_text(quote.tolerance, &quote.number);
     Binding {
         name: quote.name.clone(),
         shown: format!("{}{formatted}{}", quote.prefix, quote.suffix),
         title: format!(
-            "实验值 {}{}；原文 {}；规则：{rule}",
+            "实验值 {}{}；原文 {}；规则：{}",
             full(rerun),
             if rerun.is_finite() {
                 ""
             } else {
                 "（不是有限数）"
             },
-            format_like(&quote.number, quote.number.value)
+            format_like(&quote.number, quote.number.value),
+            page_rule_text(quote.tolerance, &quote.number)
         ),
         status: if ok { Status::Ok } else { Status::Drift },
         rerun: Some(rerun),
@@ -204,6 +205,54 @@ pub fn rerun_text(value: f64) -> String {
     } else {
         format!("{} (not a finite number)", full(value))
     }
+}
+
+/// The rerun as the page shows it and `--fix` writes it: formatted like the quote; at an exact
+/// tie (0.125 to 2 decimals) the quoted side when the quote rounds (it is right either way),
+/// else half away from zero, as readers round.
+fn shown_like(quote: &QuoteSyntax, rerun: f64, ok: bool) -> String {
+    let quoted = format_like(&quote.number, quote.number.value);
+    let sides = roundings(&quote.number, rerun);
+    if ok && quote.tolerance == Tolerance::Round && sides.contains(&quoted) {
+        quoted
+    } else {
+        sides.into_iter().next().unwrap_or_default()
+    }
+}
+
+/// The ways `value` may be written to the quote's decimals: one, or two at an exact tie (half
+/// away from zero first). Rust's formatting rounds an exact tie half to even ("0.12" for 0.125),
+/// which no reader expects, so the tie is found on the exact binary value and both sides given.
+pub fn roundings(like: &QuotedNumber, value: f64) -> Vec<String> {
+    if !is_exact_tie(like, value) {
+        return vec![format_like(like, value)];
+    }
+    // The neighbours of an exact midpoint lie strictly on either side of it.
+    let (away, toward) = if value > 0.0 {
+        (value.next_up(), value.next_down())
+    } else {
+        (value.next_down(), value.next_up())
+    };
+    vec![format_like(like, away), format_like(like, toward)]
+}
+
+/// Whether `value` lies exactly halfway between two roundings to the quote's decimals. Decided
+/// on its exact decimal expansion (an `f64` has at most 1074 fraction digits, 767 significant):
+/// 0.125 is a tie, 0.135 (stored as 0.13500000000000000888...) is not.
+fn is_exact_tie(like: &QuotedNumber, value: f64) -> bool {
+    const EXACT: usize = 1100;
+    if !value.is_finite() || value == 0.0 {
+        return false;
+    }
+    let exact = if like.exponent {
+        format!("{:.*e}", EXACT, value.abs())
+    } else {
+        format!("{:.*}", EXACT, value.abs())
+    };
+    let mantissa = exact.split('e').next().unwrap_or(&exact);
+    let fraction = mantissa.split_once('.').map_or("", |(_, f)| f);
+    let rest = fraction.get(like.decimals..).unwrap_or("");
+    rest.starts_with('5') && rest[1..].bytes().all(|b| b == b'0')
 }
 
 /// Formats `value` the way `like` was written: decimals, grouping, sign, minus sign, exponent.
@@ -262,7 +311,7 @@ pub fn within(tolerance: Tolerance, quoted: &QuotedNumber, rerun: f64) -> bool {
     }
     let slack = 1e-9 * q.abs().max(rerun.abs()).max(1e-300);
     match tolerance {
-        Tolerance::Round => format_like(quoted, rerun) == format_like(quoted, q),
+        Tolerance::Round => roundings(quoted, rerun).contains(&format_like(quoted, q)),
         Tolerance::Abs(t) => (rerun - q).abs() <= t + slack,
         Tolerance::Rel(p) => (rerun - q).abs() <= p / 100.0 * q.abs() + slack,
         Tolerance::AtLeast(bound) => rerun >= bound,
@@ -270,14 +319,28 @@ pub fn within(tolerance: Tolerance, quoted: &QuotedNumber, rerun: f64) -> bool {
     }
 }
 
-/// The rule in words, for reports.
+/// The rule in words, for reports (`verify`, build warnings), which are in English.
 pub fn rule_text(tolerance: Tolerance, quoted: &QuotedNumber) -> String {
     match tolerance {
+        Tolerance::Round if quoted.decimals == 1 => "rounding to 1 decimal".to_string(),
         Tolerance::Round => format!("rounding to {} decimals", quoted.decimals),
         Tolerance::Abs(t) => format!("±{t}"),
         Tolerance::Rel(p) => format!("~{p}%"),
         Tolerance::AtLeast(b) => format!(">={b}"),
         Tolerance::AtMost(b) => format!("<={b}"),
+    }
+}
+
+/// The rule in the words of the page's hover text. The page's UI strings are Chinese
+/// (DESIGN §5, "Chinese first"), so an English rule in the middle of them would read as a slip.
+pub fn page_rule_text(tolerance: Tolerance, quoted: &QuotedNumber) -> String {
+    match tolerance {
+        Tolerance::Round if quoted.decimals == 0 => "四舍五入到整数".to_string(),
+        Tolerance::Round => format!("四舍五入到 {} 位小数", quoted.decimals),
+        Tolerance::Abs(t) => format!("误差不超过 ±{t}"),
+        Tolerance::Rel(p) => format!("相对误差不超过 {p}%"),
+        Tolerance::AtLeast(b) => format!("不小于 {b}"),
+        Tolerance::AtMost(b) => format!("不大于 {b}"),
     }
 }
 
@@ -312,6 +375,47 @@ mod tests {
         assert!(!within(Tolerance::Round, &quote.number, 0.1312));
     }
 
+    /// An exact tie accepts either rounding, and the page and `--fix` keep the quoted side; a
+    /// value that only prints like a tie (0.135 is 0.13500000000000000888...) rounds as it is.
+    #[test]
+    fn an_exact_tie_accepts_either_rounding() {
+        for (text, rerun, shown) in [
+            ("[0.13]{=x}", 0.125, "0.13"),
+            ("[0.12]{=x}", 0.125, "0.12"),
+            ("[−0.13]{=x}", -0.125, "−0.13"),
+            ("[2]{=x}", 2.5, "2"),
+            ("[3]{=x}", 2.5, "3"),
+            ("[1.2e-1]{=x}", 0.125, "1.2e-1"),
+            ("[1.3e-1]{=x}", 0.125, "1.3e-1"),
+            ("[1,000,000]{=x}", 999_999.5, "1,000,000"),
+        ] {
+            let binding = bind_one(&q(text), rerun);
+            assert_eq!(binding.status, Status::Ok, "{text} with {rerun}");
+            assert_eq!(
+                (binding.formatted.as_str(), binding.shown.as_str()),
+                (shown, shown),
+                "{text}"
+            );
+        }
+        // A drift at a tie shows (and `--fix` writes) half away from zero.
+        assert_eq!(bind_one(&q("[0.20]{=x}"), 0.125).formatted, "0.13");
+        assert_eq!(bind_one(&q("[0.20]{=x}"), -0.125).formatted, "-0.13");
+        assert_eq!(bind_one(&q("[0]{=x}"), 2.5).formatted, "3");
+        // Not ties: the binary value decides.
+        assert_eq!(bind_one(&q("[0.13]{=x}"), 0.135).status, Status::Drift);
+        assert_eq!(bind_one(&q("[0.14]{=x}"), 0.135).status, Status::Ok);
+        assert_eq!(
+            bind_one(&q("[0.13]{=x}"), 0.12500000000000003).status,
+            Status::Ok
+        );
+        assert_eq!(
+            bind_one(&q("[0.12]{=x}"), 0.12500000000000003).status,
+            Status::Drift
+        );
+        assert_eq!(roundings(&q("[0.1]{=x}").number, 0.25), ["0.3", "0.2"]);
+        assert_eq!(roundings(&q("[0.1]{=x}").number, 0.0), ["0.0"]);
+    }
+
     #[test]
     fn tolerance_rules() {
         let n = q("[10]{=a}").number;
@@ -319,7 +423,10 @@ mod tests {
         assert!(!within(Tolerance::Abs(0.5), &n, 10.51));
         assert!(within(Tolerance::Rel(20.0), &n, 12.0));
         assert!(!within(Tolerance::Rel(20.0), &n, 12.1));
+        // Bounds include the bound itself.
         assert!(within(Tolerance::AtLeast(8.0), &n, 8.0));
+        assert!(!within(Tolerance::AtLeast(8.0), &n, 7.999));
+        assert!(within(Tolerance::AtMost(8.0), &n, 8.0));
         assert!(!within(Tolerance::AtMost(8.0), &n, 8.1));
     }
 
@@ -429,6 +536,40 @@ mod tests {
             proptest::prop_assert!(errors.is_empty(), "{formatted}: {errors:?}");
             proptest::prop_assert_eq!(&quotes[0].number.span, &(1..1 + formatted.len()));
             proptest::prop_assert!(within(Tolerance::Round, &quotes[0].number, rerun), "{}", formatted);
+        }
+    }
+
+    /// Reports speak English with the right number; the page's hover text speaks Chinese.
+    #[test]
+    fn rules_read_well_in_reports_and_on_the_page() {
+        let one = q("[0.1]{=a}");
+        assert_eq!(
+            rule_text(one.tolerance, &one.number),
+            "rounding to 1 decimal"
+        );
+        let two = q("[0.12]{=a}");
+        assert_eq!(
+            rule_text(two.tolerance, &two.number),
+            "rounding to 2 decimals"
+        );
+        assert_eq!(
+            bind_one(&one, 0.1312).title,
+            "实验值 0.1312；原文 0.1；规则：四舍五入到 1 位小数"
+        );
+        for (text, rule) in [
+            ("[7]{=a}", "四舍五入到整数"),
+            ("[0.13]{=a ±0.01}", "误差不超过 ±0.01"),
+            ("[0.13]{=a ~10%}", "相对误差不超过 10%"),
+            ("[40]{=a >=10}", "不小于 10"),
+            ("[0.1]{=a <=0.2}", "不大于 0.2"),
+        ] {
+            let quote = q(text);
+            assert_eq!(
+                page_rule_text(quote.tolerance, &quote.number),
+                rule,
+                "{text}"
+            );
+            assert!(bind_one(&quote, 1.0).title.ends_with(rule), "{text}");
         }
     }
 

@@ -207,7 +207,9 @@ fn parse_one(
     })
 }
 
-fn parse_number(text: &str, at: usize) -> QuotedNumber {
+/// Reads a number written as the quote syntax allows (`1,234.5`, `−1.5`, `+2`, `1.5e-3`) that
+/// starts at byte `at`; a value that does not fit an `f64` reads as infinite, unreadable as NaN.
+pub fn parse_number(text: &str, at: usize) -> QuotedNumber {
     let unicode_minus = text.starts_with('−');
     let plain: String = text.replace('−', "-").replace(',', "");
     let mantissa = plain.split(['e', 'E']).next().unwrap_or(&plain);
@@ -238,15 +240,23 @@ pub fn parse_tolerance(text: &str) -> Result<Tolerance, String> {
             Err(format!("tolerance `{text}` is not a finite number"))
         }
     };
+    // A slack is a distance: `±-0.01` is a typo, not 0.01 (a bound may be negative).
+    let non_negative = |x: f64| -> Result<f64, String> {
+        if x.is_sign_negative() && x != 0.0 {
+            Err(format!("tolerance `{text}` is negative"))
+        } else {
+            Ok(x.abs())
+        }
+    };
     if text.is_empty() {
         Ok(Tolerance::Round)
     } else if let Some(rest) = text.strip_prefix('±').or_else(|| text.strip_prefix("+/-")) {
-        Ok(Tolerance::Abs(number(rest)?.abs()))
+        Ok(Tolerance::Abs(non_negative(number(rest)?)?))
     } else if let Some(rest) = text.strip_prefix('~') {
         let pct = rest
             .strip_suffix('%')
             .ok_or_else(|| format!("relative tolerance `{text}` needs a `%`"))?;
-        Ok(Tolerance::Rel(number(pct)?.abs()))
+        Ok(Tolerance::Rel(non_negative(number(pct)?)?))
     } else if let Some(rest) = text.strip_prefix(">=") {
         Ok(Tolerance::AtLeast(number(rest)?))
     } else if let Some(rest) = text.strip_prefix("<=") {
@@ -348,6 +358,34 @@ mod tests {
             );
         }
         assert_eq!(one("[1e300]{=a ±1e300}").number.value, 1e300);
+    }
+
+    /// A negative slack is refused at the quote, not read as its absolute value; a negative
+    /// bound is a bound; malformed numbers say so.
+    #[test]
+    fn negative_and_malformed_tolerances_are_refused() {
+        for (text, message) in [
+            ("x [1]{=a ±-0.01}", "tolerance `±-0.01` is negative"),
+            ("x [1]{=a +/--1}", "tolerance `+/--1` is negative"),
+            ("x [1]{=a ~-5%}", "tolerance `~-5%` is negative"),
+            ("x [1]{=a ±abc}", "malformed tolerance `±abc`"),
+            ("x [1]{=a ~%}", "malformed tolerance `~%`"),
+            ("x [1]{=a >=}", "malformed tolerance `>=`"),
+            ("x [1]{=a =<1}", "malformed tolerance `=<1`"),
+            (
+                "x [1]{=a ~inf%}",
+                "tolerance `~inf%` is not a finite number",
+            ),
+            ("x [1]{=a ±nan}", "tolerance `±nan` is not a finite number"),
+        ] {
+            let (quotes, errors) = scan(text, 0, &[]);
+            assert!(quotes.is_empty(), "{text}: {quotes:?}");
+            assert_eq!(errors.len(), 1, "{text}: {errors:?}");
+            assert_eq!(errors[0].message, message, "{text}");
+        }
+        assert_eq!(one("[1]{=a >=-3}").tolerance, Tolerance::AtLeast(-3.0));
+        assert_eq!(one("[1]{=a ±0}").tolerance, Tolerance::Abs(0.0));
+        assert_eq!(one("[1]{=a ±-0}").tolerance, Tolerance::Abs(0.0));
     }
 
     #[test]

@@ -143,34 +143,57 @@ enum Remedy {
     /// The rerun is NaN or infinite: written into a quote it would no longer parse, and
     /// accepted into a pinned output it would hide a numerical bug. Reported as an error.
     NotFinite,
+    /// The rerun output has a line that would close the pinned block's fence: written, it
+    /// would end the block early and turn the rest into prose. Reported as an error.
+    ClosesFence,
 }
 
 impl Remedy {
     fn for_quote(quote: &quotes::syntax::QuoteSyntax, binding: &quotes::Binding) -> Remedy {
         if quote.tolerance.is_bound() {
             Remedy::Bound
-        } else if !binding.rerun.is_some_and(f64::is_finite) {
-            Remedy::NotFinite
         } else {
-            Remedy::Rewrite(fix::Edit {
-                span: quote.number.span.clone(),
-                text: binding.formatted.clone(),
-            })
+            fix::quote_edit(quote, binding).map_or(Remedy::NotFinite, Remedy::Rewrite)
         }
     }
 
     /// A NaN or inf the author has not pinned is a failure to fix, not an output to accept;
     /// one already pinned (a `-inf` in a printed mask) is part of the expected output.
-    fn for_output(pinned: &str, span: Range<usize>, fresh: &str) -> Remedy {
+    ///
+    /// `fence` is the block's opening line as the file has it: the text is written with its
+    /// line end (CRLF in a CRLF file) and must not close it. A text that does not end a line
+    /// gets one, or the closing fence would join its last line.
+    fn for_output(pinned: &str, span: Range<usize>, fresh: &str, fence: &str) -> Remedy {
         if output::non_finite_count(fresh) > output::non_finite_count(pinned) {
-            Remedy::NotFinite
-        } else {
-            Remedy::Rewrite(fix::Edit {
-                span,
-                text: fresh.to_string(),
-            })
+            return Remedy::NotFinite;
         }
+        if closes_fence(fence, fresh) {
+            return Remedy::ClosesFence;
+        }
+        let mut text = fresh.to_string();
+        if !text.is_empty() && !text.ends_with('\n') {
+            text.push('\n');
+        }
+        if fence.ends_with("\r\n") {
+            text = text.replace("\r\n", "\n").replace('\n', "\r\n");
+        }
+        Remedy::Rewrite(fix::Edit { span, text })
     }
+}
+
+/// Whether a line of `text` would close the fenced block that `fence` (its opening line)
+/// opens: the same fence character, at least as many, and nothing but spaces after (CommonMark).
+fn closes_fence(fence: &str, text: &str) -> bool {
+    let fence = fence.trim_start();
+    let Some(marker) = fence.chars().next().filter(|c| matches!(c, '`' | '~')) else {
+        return false;
+    };
+    let length = fence.chars().take_while(|&c| c == marker).count();
+    text.lines().any(|line| {
+        let line = line.trim_start_matches(' ');
+        let run = line.chars().take_while(|&c| c == marker).count();
+        run >= length && line[run * marker.len_utf8()..].trim().is_empty()
+    })
 }
 
 impl VerifyReport {
@@ -219,7 +242,12 @@ impl VerifyReport {
                 quoted: pinned.text.clone(),
                 rerun: fresh.to_string(),
                 rule: "pinned output".into(),
-                remedy: Remedy::for_output(&pinned.text, pinned.text_span.clone(), fresh),
+                remedy: Remedy::for_output(
+                    &pinned.text,
+                    pinned.text_span.clone(),
+                    fresh,
+                    &chapter.source[pinned.span.start..pinned.text_span.start],
+                ),
                 diff: Some(output::diff(&pinned.text, fresh)),
             });
         }
@@ -274,8 +302,10 @@ impl VerifyReport {
     /// would not do (non-finite reruns, chapters edited during the run), for every chapter.
     fn apply_fixes(&self, series: &Series, out: &mut Outcome) {
         for failure in &self.failures {
-            if matches!(failure.remedy, Remedy::NotFinite) {
-                out.diagnostics.push(failure.not_finite());
+            match failure.remedy {
+                Remedy::NotFinite => out.diagnostics.push(failure.not_finite()),
+                Remedy::ClosesFence => out.diagnostics.push(failure.closes_fence()),
+                Remedy::Rewrite(_) | Remedy::Bound => {}
             }
         }
         for chapter in &series.chapters {
@@ -285,7 +315,7 @@ impl VerifyReport {
                 .filter(|f| f.path == chapter.path)
                 .filter_map(|f| match &f.remedy {
                     Remedy::Rewrite(edit) => Some(edit.clone()),
-                    Remedy::Bound | Remedy::NotFinite => None,
+                    Remedy::Bound | Remedy::NotFinite | Remedy::ClosesFence => None,
                 })
                 .collect();
             if edits.is_empty() {
@@ -313,6 +343,23 @@ impl VerifyReport {
 }
 
 impl Failure {
+    /// The error `--fix` reports for a rerun output that would close its block's fence.
+    fn closes_fence(&self) -> Diagnostic {
+        let location = Location {
+            span: self.span.clone(),
+            ..Location::at_line(&self.path, self.line, self.col)
+        };
+        Diagnostic::error(
+            "the rerun output has a line that would close this pinned block's fence: \
+             --fix leaves this pinned output as it is",
+        )
+        .at(location)
+        .with_help(
+            "open and close the pinned block with a longer fence (e.g. ````output), then run \
+             `attnbook verify --fix` again",
+        )
+    }
+
     /// The error `--fix` reports for a rerun it will not write.
     fn not_finite(&self) -> Diagnostic {
         let location = Location {
@@ -361,7 +408,7 @@ mod tests {
     fn an_output_is_fixed_unless_the_rerun_adds_a_non_finite_number() {
         let fixable = |pinned: &str, fresh: &str| {
             matches!(
-                Remedy::for_output(pinned, 0..pinned.len(), fresh),
+                Remedy::for_output(pinned, 0..pinned.len(), fresh, "```output\n"),
                 Remedy::Rewrite(_)
             )
         };
@@ -376,5 +423,49 @@ mod tests {
             "a pinned -inf is expected output"
         );
         assert!(!fixable("mask [0, -inf]", "mask [-inf, -inf]"));
+    }
+
+    fn written(fresh: &str, fence: &str) -> Option<String> {
+        match Remedy::for_output("old\n", 0..4, fresh, fence) {
+            Remedy::Rewrite(edit) => Some(edit.text),
+            _ => None,
+        }
+    }
+
+    /// The written output keeps the file's line ends and always ends its last line.
+    #[test]
+    fn an_output_is_written_with_the_line_ends_of_its_block() {
+        assert_eq!(
+            written("a\nb\n", "```output\r\n").as_deref(),
+            Some("a\r\nb\r\n")
+        );
+        assert_eq!(
+            written("a\r\nb", "```output\r\n").as_deref(),
+            Some("a\r\nb\r\n")
+        );
+        assert_eq!(written("a\nb", "```output\n").as_deref(), Some("a\nb\n"));
+        assert_eq!(written("", "```output\n").as_deref(), Some(""));
+    }
+
+    /// An output line that would close the block's fence is refused; a shorter run, another
+    /// fence character or text after the run does not close it.
+    #[test]
+    fn an_output_that_would_close_its_fence_is_refused() {
+        for (fresh, fence) in [
+            ("a\n```\n", "```output\n"),
+            ("  ````  \n", "```output\n"),
+            ("~~~\n", "~~~ output\n"),
+            ("`````", "````output\r\n"),
+        ] {
+            assert_eq!(written(fresh, fence), None, "{fresh:?} in {fence:?}");
+        }
+        for (fresh, fence) in [
+            ("```\n", "````output\n"),
+            ("~~~\n", "```output\n"),
+            ("```rust\n", "```output\n"),
+            ("x ```\n", "```output\n"),
+        ] {
+            assert!(written(fresh, fence).is_some(), "{fresh:?} in {fence:?}");
+        }
     }
 }
