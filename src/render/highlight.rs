@@ -75,6 +75,16 @@ impl Highlighter {
         fresh
     }
 
+    /// Highlights every `(code, language)` into the memo now, so that rendering the pages
+    /// only looks them up: a build calls it on a thread of its own while formulas render. It
+    /// also loads syntect's syntaxes, and each syntax's contexts on its first use (~5-12 ms
+    /// each, measured), off the critical path; with nothing to highlight it costs nothing.
+    pub fn prefetch<'a>(&self, jobs: impl IntoIterator<Item = (String, &'a str)>) {
+        for (code, lang) in jobs {
+            let _ = self.highlight(&code, lang);
+        }
+    }
+
     /// Writes the cache back (the blocks of this build only).
     pub fn save(&self) {
         self.lock().save();
@@ -84,36 +94,6 @@ impl Highlighter {
         // A panic elsewhere cannot leave a half-written entry: insert is one map operation.
         self.cache.lock().unwrap_or_else(PoisonError::into_inner)
     }
-}
-
-/// Loads what highlighting `langs` needs: syntect's syntax set, and the contexts of each
-/// syntax, which syntect decodes on a syntax's first use (~5-12 ms each, measured). A build
-/// calls it on a thread of its own while formulas render, so the chapter bodies find it done;
-/// with no code to highlight it is never called and costs nothing.
-pub fn warm_up<'a>(langs: impl IntoIterator<Item = &'a str>) {
-    for lang in langs {
-        let _ = highlight("\n", lang);
-    }
-}
-
-/// The fence languages of every code block of `series` (experiments are Rust), deduplicated.
-pub fn languages(series: &crate::content::Series) -> std::collections::BTreeSet<&str> {
-    use crate::markdown::Piece;
-    let mut langs = std::collections::BTreeSet::new();
-    for chapter in &series.chapters {
-        if !chapter.doc.experiments.is_empty() {
-            langs.insert("rust");
-        }
-        for piece in &chapter.doc.pieces {
-            if let Piece::Code {
-                lang: Some(lang), ..
-            } = piece
-            {
-                langs.insert(lang.as_str());
-            }
-        }
-    }
-    langs
 }
 
 /// Highlights `code` as `lang` (a fence token like `rust`, `toml`, `python`); `None` if the

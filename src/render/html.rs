@@ -276,6 +276,25 @@ fn rewrite_destination(event: &Event<'static>, base_path: &str) -> Event<'static
     event
 }
 
+/// Every `(code, language)` a chapter's body highlights, as [`code_html`] and
+/// [`experiment_html`] ask for them: a build highlights them ahead, beside the math, so the
+/// bodies find them memoised.
+pub fn highlight_jobs(doc: &Doc) -> Vec<(String, &str)> {
+    let code = doc.pieces.iter().filter_map(|piece| match piece {
+        Piece::Code {
+            lang: Some(lang),
+            text,
+        } => Some((text.clone(), lang.as_str())),
+        _ => None,
+    });
+    let experiments = doc
+        .experiments
+        .iter()
+        .filter(|exp| !exp.options.hide)
+        .map(|exp| (exp.shown_code().trim_end().to_string(), "rust"));
+    code.chain(experiments).collect()
+}
+
 fn code_html(highlighter: &highlight::Highlighter, lang: Option<&str>, text: &str) -> String {
     let body = lang
         .and_then(|l| highlighter.highlight(text, l))

@@ -353,8 +353,8 @@ pub fn build(plan: &BuildPlan) -> Outcome {
 }
 
 /// Stages 3 and 5a-b side by side: the experiments compile and run on their own thread, and
-/// the highlighter loads the syntaxes the site uses on another, while citations and formulas
-/// render on this one (and its rayon workers). Experiments are skipped when loading already
+/// the code of every chapter is highlighted on another, while citations and formulas render on
+/// this one (and its rayon workers). Experiments are skipped when loading already
 /// found errors.
 fn experiments_beside_math(
     series: &mut Series,
@@ -363,36 +363,47 @@ fn experiments_beside_math(
     timings: &mut Timings,
 ) -> Rendered {
     let run_experiments = !diagnostics.has_errors();
+    let highlighter = if series.config.highlight.enabled {
+        render::highlight::Highlighter::load(render::cache::file(&series.root, "highlight"))
+    } else {
+        render::highlight::Highlighter::off()
+    };
     let (runs, rendered) = std::thread::scope(|scope| {
         let series = &*series;
         let lab = run_experiments.then(|| scope.spawn(|| timed(|| lab::run(series, &plan.lab))));
-        // Highlighting's set-up, off the critical path of the chapter bodies.
-        let langs = render::highlight::languages(series);
-        let warm_up = (series.config.highlight.enabled && !langs.is_empty())
-            .then(|| scope.spawn(|| timed(|| render::highlight::warm_up(langs))));
+        // Code is highlighted ahead, off the critical path of the chapter bodies.
+        let jobs: Vec<_> = series
+            .chapters
+            .iter()
+            .flat_map(|c| html::highlight_jobs(&c.doc))
+            .collect();
+        let highlighter = &highlighter;
+        let prefetch =
+            (!jobs.is_empty()).then(|| scope.spawn(move || timed(|| highlighter.prefetch(jobs))));
         let (citations, took) = timed(|| cite_all(series, diagnostics));
         timings.part("citations", took);
         let (maths, took) = timed(|| render_math(series, diagnostics));
         timings.part("math", took);
-        if let Some(handle) = warm_up {
-            timings.part("highlighting set-up", join(handle).1);
+        if let Some(handle) = prefetch {
+            timings.part("code highlighting", join(handle).1);
         }
         let runs = lab.map(|handle| {
             let (runs, took) = join(handle);
             timings.part("experiments", took);
             runs
         });
-        let rendered = Rendered {
-            maths,
-            refs: Vec::new(),
-            citations,
-        };
-        (runs, rendered)
+        (runs, (maths, citations))
     });
     if let Some(runs) = runs {
         attach_runs(series, runs, diagnostics);
     }
-    rendered
+    let (maths, citations) = rendered;
+    Rendered {
+        maths,
+        refs: Vec::new(),
+        citations,
+        highlighter,
+    }
 }
 
 /// Stage 4 and the checks that need the experiments' results: quotes (drift is a warning
@@ -426,13 +437,8 @@ fn pages_beside_search(
     std::thread::scope(|scope| {
         let search =
             sections.map(|sections| scope.spawn(|| sections.index_json(Some(search_cache))));
-        let highlighter = if series.config.highlight.enabled {
-            render::highlight::Highlighter::load(render::cache::file(&series.root, "highlight"))
-        } else {
-            render::highlight::Highlighter::off()
-        };
-        render_chapters(series, rendered, &highlighter);
-        highlighter.save();
+        render_chapters(series, rendered, &rendered.highlighter);
+        rendered.highlighter.save();
         timings.lap("chapter bodies");
         let files = emit::render_site(series, timings);
         let index = search.map(join);
@@ -490,6 +496,8 @@ fn join<T>(handle: std::thread::ScopedJoinHandle<'_, T>) -> T {
 /// What the page bodies need besides the chapters themselves.
 struct Rendered {
     maths: Vec<Vec<Result<String, render::math::MathError>>>,
+    /// Code highlighted ahead (and the rest on demand).
+    highlighter: render::highlight::Highlighter,
     refs: Vec<Vec<Option<render::xref::Resolved>>>,
     citations: Vec<render::cite::ChapterCitations>,
 }
