@@ -23,13 +23,19 @@ fn blocks_fold_by_option_and_by_length_and_hidden_lines_are_marked() {
     let page = site.read("public/fold/index.html");
 
     let short = section(&page, 1);
-    assert!(!short.contains("<details"), "a short block stays open: {short}");
+    assert!(
+        !short.contains("<details"),
+        "a short block stays open: {short}"
+    );
     let boring = short
         .split("<span class=\"boring\">")
         .nth(1)
         .expect("the hidden line is on the page in span.boring");
     assert!(boring.contains("hidden_value"), "{short}");
-    assert!(boring.contains("hl-storage"), "the hidden line is highlighted: {short}");
+    assert!(
+        boring.contains("hl-storage"),
+        "the hidden line is highlighted: {short}"
+    );
     assert_eq!(short.matches("class=\"boring\"").count(), 1, "{short}");
     assert!(short.contains("short = 21"), "{short}");
 
@@ -38,14 +44,20 @@ fn blocks_fold_by_option_and_by_length_and_hidden_lines_are_marked() {
         long.contains("<details class=\"fold\"><summary>代码（5 行）</summary><pre>"),
         "a block longer than fold_lines folds: {long}"
     );
-    assert!(long.contains("long = 4"), "the output stays outside the fold: {long}");
+    assert!(
+        long.contains("long = 4"),
+        "the output stays outside the fold: {long}"
+    );
     assert!(
         long.find("</details>").unwrap() < long.find("long = 4").unwrap(),
         "{long}"
     );
 
     let open = section(&page, 3);
-    assert!(!open.contains("<details"), "fold=false keeps it open: {open}");
+    assert!(
+        !open.contains("<details"),
+        "fold=false keeps it open: {open}"
+    );
 
     let named = section(&page, 4);
     assert!(
@@ -65,7 +77,10 @@ fn malformed_fold_options_are_each_reported_at_their_column() {
     assert_eq!(run.code, 2, "{}", run.stderr);
     let err = &run.stderr;
     assert!(err.contains("content/01-fold.md:6:20"), "{err}");
-    assert!(err.contains("a summary is written in double quotes"), "{err}");
+    assert!(
+        err.contains("a summary is written in double quotes"),
+        "{err}"
+    );
     assert!(err.contains("content/01-fold.md:6:28"), "{err}");
     assert!(err.contains("timeout must be a positive number"), "{err}");
     assert!(err.contains("content/01-fold.md:10:1"), "{err}");

@@ -102,7 +102,9 @@ fn run_options(options: &BlockOptions) -> String {
         timeout,
         fold: _,
     } = options;
-    format!("BlockOptions {{ hide: {hide:?}, no_output: {no_output:?}, timeout: {timeout:?} }}\u{0}")
+    format!(
+        "BlockOptions {{ hide: {hide:?}, no_output: {no_output:?}, timeout: {timeout:?} }}\u{0}"
+    )
 }
 
 /// The chapter's cache file.

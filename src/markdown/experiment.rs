@@ -218,7 +218,8 @@ impl CodeState {
 
     /// The options after `rust,experiment`, or every problem with the option it is about.
     fn options(&self) -> Result<BlockOptions, Vec<(&str, String)>> {
-        let words = option_words(&self.info).map_err(|message| vec![(self.info.as_str(), message)])?;
+        let words =
+            option_words(&self.info).map_err(|message| vec![(self.info.as_str(), message)])?;
         parse_options(words.get(2..).unwrap_or_default())
     }
 
@@ -229,7 +230,9 @@ impl CodeState {
         let line = &chapter.source[self.span.start..self.span.end.min(chapter.source.len())];
         let line = line.split('\n').next().unwrap_or_default();
         // Past the fence and the `rust,experiment` words, so an option is not found inside them.
-        let after = line.find("experiment").map_or(0, |i| i + "experiment".len());
+        let after = line
+            .find("experiment")
+            .map_or(0, |i| i + "experiment".len());
         match line[after..].find(raw) {
             Some(at) if !raw.is_empty() => {
                 let start = self.span.start + after + at;
@@ -298,12 +301,9 @@ fn apply_option(options: &mut BlockOptions, word: &str) -> Result<(), String> {
         "no_output" => options.no_output = true,
         w if w.starts_with("timeout=") => {
             let secs = &w["timeout=".len()..];
-            options.timeout = Some(
-                secs.parse()
-                    .ok()
-                    .filter(|s| *s > 0)
-                    .ok_or(format!("`{w}`: timeout must be a positive number of seconds"))?,
-            );
+            options.timeout = Some(secs.parse().ok().filter(|s| *s > 0).ok_or(format!(
+                "`{w}`: timeout must be a positive number of seconds"
+            ))?);
         }
         w if w == "fold" || w.starts_with("fold=") => {
             if options.fold != Fold::Auto {

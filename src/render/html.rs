@@ -660,10 +660,17 @@ mod tests {
         let lines: Vec<(&str, bool)> = lines.iter().map(|(c, s)| (*c, *s)).collect();
         let of = |fold, max| fold_summary(&experiment(&lines, fold), max);
         assert_eq!(of(Fold::Auto, None), None);
-        assert_eq!(of(Fold::Auto, Some(3)), None, "3 shown lines, hidden ones not counted");
+        assert_eq!(
+            of(Fold::Auto, Some(3)),
+            None,
+            "3 shown lines, hidden ones not counted"
+        );
         assert_eq!(of(Fold::Auto, Some(2)).as_deref(), Some("代码（3 行）"));
         assert_eq!(of(Fold::Never, Some(1)), None);
-        assert_eq!(of(Fold::Folded(None), None).as_deref(), Some("代码（3 行）"));
+        assert_eq!(
+            of(Fold::Folded(None), None).as_deref(),
+            Some("代码（3 行）")
+        );
         assert_eq!(
             of(Fold::Folded(Some("绘图代码".into())), Some(100)).as_deref(),
             Some("绘图代码")
