@@ -90,6 +90,9 @@ pub struct LabConfig {
     pub timeout: Option<u64>,
     /// Address-space limit of an experiment process, in MiB (default 4096).
     pub memory_mb: Option<u64>,
+    /// Blocks showing more code lines than this start folded (unless `fold=false`); none by
+    /// default.
+    pub fold_lines: Option<usize>,
 }
 
 fn default_citation_style() -> String {

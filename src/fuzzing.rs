@@ -159,6 +159,8 @@ fn rendered(text: String, values: &[f64]) -> Option<(String, Vec<Diagnostic>)> {
         refs: refs.first().map_or(&[][..], Vec::as_slice),
         citations: &citations,
         highlighter: &highlighter,
+        // Small, so fuzzed blocks take the folding path too.
+        fold_lines: Some(3),
     };
     let _ = html::headings_html(&inputs);
     Some((html::body_html(&inputs), diagnostics))

@@ -106,8 +106,14 @@
 })();
 
 /*
- * Copy buttons on code blocks: a small button in the corner of every `pre > code` copies the
- * code as the reader sees it (hidden `# ` lines of experiments are not on the page).
+ * Buttons in the corner of code blocks (div.code-buttons in every `article pre`):
+ * - copy: copies the code as the reader sees it. Hidden `# ` lines of experiments are on the
+ *   page in span.boring, which the stylesheet hides; innerText leaves out what is not rendered,
+ *   so they are copied exactly when revealed.
+ * - toggle (only where the code has hidden lines): reveals or hides them, as mdBook's eye does,
+ *   by the class `show-hidden` on the pre; aria-pressed tells its state.
+ * Folded blocks (details.fold) open for printing and close again after (browsers without
+ * ::details-content print a closed details closed, whatever the print stylesheet says).
  */
 (function () {
   "use strict";
@@ -130,9 +136,7 @@
     });
   }
 
-  function addButton(pre) {
-    var code = pre.querySelector("code");
-    if (!code || pre.querySelector("button.copy-code")) return;
+  function copyButton(code) {
     var button = document.createElement("button");
     button.type = "button";
     button.className = "copy-code";
@@ -145,12 +149,52 @@
       );
       setTimeout(function () { button.textContent = "复制"; }, 1500);
     });
-    pre.appendChild(button);
+    return button;
   }
+
+  function toggleButton(pre) {
+    var button = document.createElement("button");
+    button.type = "button";
+    button.className = "toggle-hidden";
+    function label() {
+      var shown = pre.classList.contains("show-hidden");
+      button.textContent = shown ? "收起隐藏行" : "显示隐藏行";
+      button.setAttribute("aria-pressed", shown ? "true" : "false");
+      button.setAttribute("title", "显示或收起编译但不展示的代码行");
+    }
+    button.addEventListener("click", function () {
+      pre.classList.toggle("show-hidden");
+      label();
+    });
+    label();
+    return button;
+  }
+
+  function addButtons(pre) {
+    var code = pre.querySelector("code");
+    if (!code || pre.querySelector(".code-buttons")) return;
+    var bar = document.createElement("div");
+    bar.className = "code-buttons";
+    if (code.querySelector(".boring")) bar.appendChild(toggleButton(pre));
+    bar.appendChild(copyButton(code));
+    pre.appendChild(bar);
+  }
+
+  // Printing shows folded code: open every closed fold, and close them again afterwards.
+  var openedForPrint = [];
+  window.addEventListener("beforeprint", function () {
+    var folds = document.querySelectorAll("details.fold:not([open])");
+    for (var i = 0; i < folds.length; i++) folds[i].open = true;
+    openedForPrint = Array.prototype.slice.call(folds);
+  });
+  window.addEventListener("afterprint", function () {
+    for (var i = 0; i < openedForPrint.length; i++) openedForPrint[i].open = false;
+    openedForPrint = [];
+  });
 
   function init() {
     var blocks = document.querySelectorAll("article pre");
-    for (var i = 0; i < blocks.length; i++) addButton(blocks[i]);
+    for (var i = 0; i < blocks.length; i++) addButtons(blocks[i]);
   }
 
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);

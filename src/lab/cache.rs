@@ -12,6 +12,7 @@ use walkdir::WalkDir;
 
 use super::ChapterRun;
 use crate::markdown::Experiment;
+use crate::markdown::experiment::BlockOptions;
 
 /// What a cached file holds.
 #[derive(Serialize, Deserialize)]
@@ -81,7 +82,7 @@ pub(super) fn chapter_key(
     hasher.update(slug.as_bytes());
     hasher.update(&seed.to_le_bytes());
     for block in blocks {
-        hasher.update(format!("{:?}\u{0}", block.options).as_bytes());
+        hasher.update(run_options(&block.options).as_bytes());
         for line in &block.lines {
             hasher.update(line.code.as_bytes());
             hasher.update(b"\n");
@@ -89,6 +90,21 @@ pub(super) fn chapter_key(
         hasher.update(b"\x1e");
     }
     hasher.finalize().to_hex().to_string()
+}
+
+/// The options that can change a run, spelt as `BlockOptions`' `Debug` spelt them before
+/// `fold` existed: folding is presentation, so setting it neither reruns the block nor
+/// invalidates the caches of existing sites.
+fn run_options(options: &BlockOptions) -> String {
+    let BlockOptions {
+        hide,
+        no_output,
+        timeout,
+        fold: _,
+    } = options;
+    format!(
+        "BlockOptions {{ hide: {hide:?}, no_output: {no_output:?}, timeout: {timeout:?} }}\u{0}"
+    )
 }
 
 /// The chapter's cache file.
@@ -133,7 +149,7 @@ pub(super) fn store(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::markdown::experiment::{BlockOptions, CodeLine};
+    use crate::markdown::experiment::{CodeLine, Fold};
 
     fn block(code: &str) -> Experiment {
         Experiment {
@@ -166,6 +182,23 @@ mod tests {
             chapter_key("env", "a", 1, &[moved]),
             "moving a block in the prose keeps the cache"
         );
+    }
+
+    /// Folding is presentation: it neither reruns a block nor changes the key sites already
+    /// have cached (the spelling of the options before `fold` existed).
+    #[test]
+    fn folding_a_block_keeps_the_key() {
+        let k = chapter_key("env", "a", 1, &[block("x")]);
+        let mut folded = block("x");
+        folded.options.fold = Fold::Folded(Some("绘图".into()));
+        assert_eq!(k, chapter_key("env", "a", 1, &[folded]));
+        assert_eq!(
+            run_options(&BlockOptions::default()),
+            "BlockOptions { hide: false, no_output: false, timeout: None }\u{0}"
+        );
+        let mut timed = block("x");
+        timed.options.timeout = Some(3);
+        assert_ne!(k, chapter_key("env", "a", 1, &[timed]));
     }
 
     /// A runtime tree like the real one: `crates/{attention,lab,lab-protocol}` and a lock file.

@@ -4,7 +4,7 @@
 use std::ops::Range;
 
 use crate::content::Chapter;
-use crate::diagnostic::{Diagnostic, Location};
+use crate::diagnostic::Diagnostic;
 
 /// Options after `rust,experiment`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
@@ -15,7 +15,25 @@ pub struct BlockOptions {
     pub no_output: bool,
     /// Per-block timeout in seconds (the site default otherwise).
     pub timeout: Option<u64>,
+    /// Whether the code starts collapsed (`fold`, `fold="..."`, `fold=false`).
+    pub fold: Fold,
 }
+
+/// Whether a block's code starts collapsed under a one-line summary.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub enum Fold {
+    /// As the site decides: folded when longer than `[lab] fold_lines`.
+    #[default]
+    Auto,
+    /// `fold` or `fold="summary"`: folded, under the author's summary or the default one.
+    Folded(Option<String>),
+    /// `fold=false`: never folded, however long.
+    Never,
+}
+
+/// What the fence options say, for the help of every option error.
+const OPTIONS_HELP: &str = "options are `hide`, `no_output`, `timeout=SECS`, `fold`, \
+`fold=\"summary\"` and `fold=false`, separated by commas";
 
 /// One source line of an experiment block.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -61,6 +79,22 @@ pub struct Experiment {
 }
 
 impl Experiment {
+    /// How many lines a reader sees.
+    pub fn shown_lines(&self) -> usize {
+        self.lines.iter().filter(|l| l.shown).count()
+    }
+
+    /// All the code, hidden lines included (without their `# `), trailing blank lines dropped:
+    /// what the page highlights, so a hidden line the reader reveals is highlighted in context.
+    pub fn display_code(&self) -> String {
+        let mut out = String::new();
+        for line in &self.lines {
+            out.push_str(&line.code);
+            out.push('\n');
+        }
+        out.trim_end().to_string()
+    }
+
     /// The code a reader sees (hidden lines removed).
     pub fn shown_code(&self) -> String {
         let mut out = String::new();
@@ -157,17 +191,15 @@ impl CodeState {
         index: usize,
     ) -> Result<Experiment, Vec<Diagnostic>> {
         let fence = chapter.location(self.span.clone());
-        let options = parse_options(&self.words()[2..]).map_err(|message| {
-            vec![
-                Diagnostic::error(message)
-                    .at(Location {
-                        span: self.span.start..self.span.start + self.info.len() + 3,
-                        ..fence.clone()
-                    })
-                    .with_help(
-                        "options are `hide`, `no_output` and `timeout=SECS`, separated by commas",
-                    ),
-            ]
+        let options = self.options().map_err(|problems| {
+            problems
+                .into_iter()
+                .map(|(raw, message)| {
+                    Diagnostic::error(message)
+                        .at(chapter.location(self.option_span(chapter, raw)))
+                        .with_help(OPTIONS_HELP)
+                })
+                .collect::<Vec<_>>()
         })?;
         let first_line = match self.text_start {
             Some(start) => chapter.location(start..start).line,
@@ -183,24 +215,129 @@ impl CodeState {
             pinned: None,
         })
     }
-}
 
-fn parse_options(words: &[&str]) -> Result<BlockOptions, String> {
-    let mut options = BlockOptions::default();
-    for word in words {
-        match *word {
-            "hide" => options.hide = true,
-            "no_output" => options.no_output = true,
-            w if w.starts_with("timeout=") => {
-                let secs = &w["timeout=".len()..];
-                options.timeout = Some(secs.parse().ok().filter(|s| *s > 0).ok_or(format!(
-                    "`{w}`: timeout must be a positive number of seconds"
-                ))?);
+    /// The options after `rust,experiment`, or every problem with the option it is about.
+    fn options(&self) -> Result<BlockOptions, Vec<(&str, String)>> {
+        let words =
+            option_words(&self.info).map_err(|message| vec![(self.info.as_str(), message)])?;
+        parse_options(words.get(2..).unwrap_or_default())
+    }
+
+    /// Where `raw` (an option, or the whole info string) stands on the fence line. The info
+    /// string pulldown-cmark gives has its backslash escapes resolved, so an option written with
+    /// one is not found verbatim: it is then reported at the fence.
+    fn option_span(&self, chapter: &Chapter, raw: &str) -> Range<usize> {
+        let line = &chapter.source[self.span.start..self.span.end.min(chapter.source.len())];
+        let line = line.split('\n').next().unwrap_or_default();
+        // Past the fence and the `rust,experiment` words, so an option is not found inside them.
+        let after = line
+            .find("experiment")
+            .map_or(0, |i| i + "experiment".len());
+        match line[after..].find(raw) {
+            Some(at) if !raw.is_empty() => {
+                let start = self.span.start + after + at;
+                start..start + raw.len()
             }
-            other => return Err(format!("unknown experiment option `{other}`")),
+            _ => self.span.start..self.span.start + line.len(),
         }
     }
-    Ok(options)
+}
+
+/// The words of a fence's info string: separated by commas, spaces or tabs outside double
+/// quotes, so `fold="绘图 代码, 第二部分"` is one word. The summary cannot hold a straight `"`
+/// (CommonMark resolves `\"` in info strings before we see them; write “ ” instead).
+fn option_words(info: &str) -> Result<Vec<&str>, String> {
+    let mut words = Vec::new();
+    let mut start = None;
+    let mut quoted = false;
+    for (i, c) in info.char_indices() {
+        match c {
+            '"' => quoted = !quoted,
+            ',' | ' ' | '\t' if !quoted => {
+                if let Some(s) = start.take() {
+                    words.push(&info[s..i]);
+                }
+                continue;
+            }
+            _ => {}
+        }
+        start.get_or_insert(i);
+    }
+    if quoted {
+        return Err(format!(
+            "unterminated quote in `{info}`: a summary is written `fold=\"...\"`"
+        ));
+    }
+    words.extend(start.map(|s| &info[s..]));
+    Ok(words)
+}
+
+/// Parses the options, collecting every problem with the word it is about.
+fn parse_options<'a>(words: &[&'a str]) -> Result<BlockOptions, Vec<(&'a str, String)>> {
+    let mut options = BlockOptions::default();
+    let mut problems = Vec::new();
+    for word in words {
+        if let Err(message) = apply_option(&mut options, word) {
+            problems.push((*word, message));
+        }
+    }
+    if options.hide && matches!(options.fold, Fold::Folded(_)) {
+        let word = words.iter().find(|w| w.starts_with("fold")).copied();
+        problems.push((
+            word.unwrap_or_default(),
+            "`fold` with `hide`: a hidden block shows no code to fold".to_string(),
+        ));
+    }
+    if problems.is_empty() {
+        Ok(options)
+    } else {
+        Err(problems)
+    }
+}
+
+fn apply_option(options: &mut BlockOptions, word: &str) -> Result<(), String> {
+    match word {
+        "hide" => options.hide = true,
+        "no_output" => options.no_output = true,
+        w if w.starts_with("timeout=") => {
+            let secs = &w["timeout=".len()..];
+            options.timeout = Some(secs.parse().ok().filter(|s| *s > 0).ok_or(format!(
+                "`{w}`: timeout must be a positive number of seconds"
+            ))?);
+        }
+        w if w == "fold" || w.starts_with("fold=") => {
+            if options.fold != Fold::Auto {
+                return Err(format!("`{w}`: the block already has a `fold` option"));
+            }
+            options.fold = parse_fold(w)?;
+        }
+        other => return Err(format!("unknown experiment option `{other}`")),
+    }
+    Ok(())
+}
+
+/// `fold`, `fold="summary"` or `fold=false`.
+fn parse_fold(word: &str) -> Result<Fold, String> {
+    let Some(value) = word.strip_prefix("fold=") else {
+        return Ok(Fold::Folded(None));
+    };
+    if value == "false" {
+        return Ok(Fold::Never);
+    }
+    let summary = value
+        .strip_prefix('"')
+        .and_then(|v| v.strip_suffix('"'))
+        .filter(|v| !v.contains('"'))
+        .ok_or(format!(
+            "`{word}`: a summary is written in double quotes, `fold=\"...\"` (or `fold=false`)"
+        ))?
+        .trim();
+    if summary.is_empty() {
+        return Err(format!(
+            "`{word}`: the summary is empty; write `fold` for the default one"
+        ));
+    }
+    Ok(Fold::Folded(Some(summary.to_string())))
 }
 
 fn split_lines(text: &str, first_line: usize) -> Vec<CodeLine> {
@@ -244,15 +381,50 @@ mod tests {
             BlockOptions {
                 hide: true,
                 no_output: false,
-                timeout: Some(3)
+                timeout: Some(3),
+                fold: Fold::Auto,
             }
         );
         assert!(parse_options(&["timeout=0"]).is_err());
-        assert!(
-            parse_options(&["hidden"])
-                .unwrap_err()
-                .contains("unknown experiment option `hidden`")
+        assert_eq!(
+            parse_options(&["hidden"]).unwrap_err(),
+            [("hidden", "unknown experiment option `hidden`".to_string())]
         );
+    }
+
+    fn fold_of(info: &str) -> Result<Fold, Vec<String>> {
+        let words = option_words(info).map_err(|e| vec![e])?;
+        parse_options(&words[2..])
+            .map(|o| o.fold)
+            .map_err(|problems| problems.into_iter().map(|(_, m)| m).collect())
+    }
+
+    #[test]
+    fn fold_takes_a_quoted_summary_with_spaces_commas_and_chinese() {
+        assert_eq!(fold_of("rust,experiment"), Ok(Fold::Auto));
+        assert_eq!(fold_of("rust,experiment,fold"), Ok(Fold::Folded(None)));
+        assert_eq!(fold_of("rust,experiment,fold=false"), Ok(Fold::Never));
+        assert_eq!(
+            fold_of("rust,experiment,fold=\"绘图代码\""),
+            Ok(Fold::Folded(Some("绘图代码".into())))
+        );
+        assert_eq!(
+            fold_of("rust,experiment,no_output,fold=\" 画图 与 格式, 第二部分 \",timeout=5"),
+            Ok(Fold::Folded(Some("画图 与 格式, 第二部分".into())))
+        );
+    }
+
+    #[test]
+    fn malformed_fold_options_are_each_reported() {
+        let problems = |info| fold_of(info).unwrap_err();
+        assert!(problems("rust,experiment,fold=\"绘图")[0].contains("unterminated quote"));
+        assert!(problems("rust,experiment,fold=绘图")[0].contains("double quotes"));
+        assert!(problems("rust,experiment,fold=\"\"")[0].contains("summary is empty"));
+        assert!(problems("rust,experiment,fold=\"a\"b\"c\"")[0].contains("double quotes"));
+        assert!(problems("rust,experiment,fold,fold=false")[0].contains("already has"));
+        assert!(problems("rust,experiment,hide,fold")[0].contains("`hide`"));
+        // Every problem of the fence, not the first one only.
+        assert_eq!(problems("rust,experiment,fold=x,timeout=0,nope").len(), 3);
     }
 
     #[test]

@@ -9,6 +9,7 @@ use std::fmt::Write as _;
 use pulldown_cmark::{Event, Tag, TagEnd, html};
 
 use crate::lab::{BlockOutput, ChapterRun};
+use crate::markdown::experiment::Fold;
 use crate::markdown::{Doc, Experiment, Piece, PlacementKind};
 use crate::quotes::Binding;
 use crate::render::math::MathError;
@@ -33,6 +34,8 @@ pub struct PageInputs<'a> {
     pub citations: &'a [String],
     /// Highlights code blocks (memoised across chapters and builds).
     pub highlighter: &'a highlight::Highlighter,
+    /// `[lab] fold_lines`: blocks showing more lines start folded.
+    pub fold_lines: Option<usize>,
 }
 
 /// Renders the chapter body.
@@ -291,7 +294,7 @@ pub fn highlight_jobs(doc: &Doc) -> Vec<(String, &str)> {
         .experiments
         .iter()
         .filter(|exp| !exp.options.hide)
-        .map(|exp| (exp.shown_code().trim_end().to_string(), "rust"));
+        .map(|exp| (exp.display_code(), "rust"));
     code.chain(experiments).collect()
 }
 
@@ -385,11 +388,7 @@ fn experiment_html(inputs: &PageInputs<'_>, numbering: &Numbering<'_>, exp: &Exp
     let hidden = if exp.options.hide { " hidden-code" } else { "" };
     let mut out = String::new();
     if !exp.options.hide {
-        let _ = writeln!(
-            out,
-            "<div class=\"experiment-code\"><pre><code class=\"language-rust\">{}</code></pre></div>",
-            highlighted_rust(inputs.highlighter, exp.shown_code().trim_end())
-        );
+        out.push_str(&experiment_code_html(inputs, exp));
     }
     let block = inputs.run.and_then(|run| run.blocks.get(exp.index));
     if let Some(block) = block.filter(|_| !exp.options.no_output) {
@@ -419,6 +418,90 @@ fn experiment_html(inputs: &PageInputs<'_>, numbering: &Numbering<'_>, exp: &Exp
         "<section class=\"experiment{hidden}\" id=\"experiment-{}\">{body}</section>\n",
         exp.index + 1
     )
+}
+
+/// The code of a block: hidden `# ` lines are on the page too, in `span.boring` that the
+/// stylesheet hides until the reader reveals them (as mdBook does); a long or `fold` block sits
+/// in a `<details>`, which folds without JavaScript.
+fn experiment_code_html(inputs: &PageInputs<'_>, exp: &Experiment) -> String {
+    let highlighted = highlighted_rust(inputs.highlighter, &exp.display_code());
+    let code = if exp.lines.iter().all(|l| l.shown) {
+        highlighted
+    } else {
+        mark_hidden_lines(&highlighted, exp)
+    };
+    let pre = format!("<pre><code class=\"language-rust\">{code}</code></pre>");
+    match fold_summary(exp, inputs.fold_lines) {
+        Some(summary) => format!(
+            "<div class=\"experiment-code\"><details class=\"fold\"><summary>{}</summary>{pre}</details></div>\n",
+            escape(&summary)
+        ),
+        None => format!("<div class=\"experiment-code\">{pre}</div>\n"),
+    }
+}
+
+/// The summary of a folded block, or `None` if it starts open: the author's `fold` decides,
+/// then the site's `fold_lines`, counted in the lines a reader sees.
+fn fold_summary(exp: &Experiment, fold_lines: Option<usize>) -> Option<String> {
+    let lines = exp.shown_code().trim_end().lines().count();
+    let default = || format!("代码（{lines} 行）");
+    match &exp.options.fold {
+        Fold::Folded(Some(summary)) => Some(summary.clone()),
+        Fold::Folded(None) => Some(default()),
+        Fold::Never => None,
+        Fold::Auto => fold_lines.filter(|max| lines > *max).map(|_| default()),
+    }
+}
+
+/// Wraps each hidden line of highlighted code (one line of HTML per line of
+/// [`Experiment::display_code`]) in `span.boring`, newline included, so hiding it leaves no
+/// blank line.
+fn mark_hidden_lines(highlighted: &str, exp: &Experiment) -> String {
+    let lines = self_contained_lines(highlighted);
+    let last = lines.len().saturating_sub(1);
+    let mut out = String::with_capacity(highlighted.len() + 64);
+    for (i, (html, line)) in lines.iter().zip(&exp.lines).enumerate() {
+        let newline = if i < last { "\n" } else { "" };
+        if line.shown {
+            let _ = write!(out, "{html}{newline}");
+        } else {
+            let _ = write!(out, "<span class=\"boring\">{html}{newline}</span>");
+        }
+    }
+    out
+}
+
+/// Splits highlighted HTML at its newlines, closing the spans open at the end of a line and
+/// reopening them at the start of the next: syntect's spans cross lines (the whole block is in
+/// one `source.rust` span), and a line must be a well-formed fragment to be wrapped on its own.
+fn self_contained_lines(html: &str) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut open: Vec<&str> = Vec::new();
+    let mut line = String::new();
+    let mut rest = html;
+    while let Some(at) = rest.find(['<', '\n']) {
+        line.push_str(&rest[..at]);
+        rest = &rest[at..];
+        if let Some(after) = rest.strip_prefix('\n') {
+            line.push_str(&"</span>".repeat(open.len()));
+            lines.push(std::mem::take(&mut line));
+            line.extend(open.iter().copied());
+            rest = after;
+        } else {
+            let end = rest.find('>').map_or(rest.len(), |e| e + 1);
+            let tag = &rest[..end];
+            if tag.starts_with("</") {
+                open.pop();
+            } else {
+                open.push(tag);
+            }
+            line.push_str(tag);
+            rest = &rest[end..];
+        }
+    }
+    line.push_str(rest);
+    lines.push(line);
+    lines
 }
 
 fn highlighted_rust(highlighter: &highlight::Highlighter, code: &str) -> String {
@@ -520,6 +603,79 @@ pub fn escape(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn experiment(info_lines: &[(&str, bool)], fold: Fold) -> Experiment {
+        Experiment {
+            index: 0,
+            options: crate::markdown::experiment::BlockOptions {
+                fold,
+                ..Default::default()
+            },
+            lines: info_lines
+                .iter()
+                .enumerate()
+                .map(|(i, (code, shown))| crate::markdown::experiment::CodeLine {
+                    code: code.to_string(),
+                    shown: *shown,
+                    line: i + 1,
+                    col_shift: if *shown { 0 } else { 2 },
+                })
+                .collect(),
+            span: 0..0,
+            line: 1,
+            pinned: None,
+        }
+    }
+
+    #[test]
+    fn a_line_of_highlighted_html_closes_and_reopens_the_spans_around_it() {
+        let html = "<span class=\"a\">x\n<span class=\"b\">/* c\nd */</span>\ny</span>";
+        assert_eq!(
+            self_contained_lines(html),
+            [
+                "<span class=\"a\">x</span>",
+                "<span class=\"a\"><span class=\"b\">/* c</span></span>",
+                "<span class=\"a\"><span class=\"b\">d */</span></span>",
+                "<span class=\"a\">y</span>",
+            ]
+        );
+        assert_eq!(self_contained_lines("a &lt; b"), ["a &lt; b"]);
+    }
+
+    #[test]
+    fn hidden_lines_are_on_the_page_in_boring_spans_and_still_highlighted() {
+        let exp = experiment(&[("let a = 1;", false), ("let b = a;", true)], Fold::Auto);
+        let code = exp.display_code();
+        let html = mark_hidden_lines(&highlight::highlight(&code, "rust").unwrap(), &exp);
+        let boring = html.strip_prefix("<span class=\"boring\">").unwrap();
+        let (hidden, shown) = boring.split_once("\n</span>").unwrap();
+        assert!(hidden.contains("hl-storage"), "{html}");
+        assert!(hidden.contains("1") && !shown.contains("boring"), "{html}");
+        assert!(shown.contains("b</span>") || shown.contains("b "), "{html}");
+    }
+
+    #[test]
+    fn a_block_folds_by_option_or_by_length_unless_fold_false() {
+        let lines = [("a", true), ("# b", false), ("c", true), ("d", true)];
+        let lines: Vec<(&str, bool)> = lines.iter().map(|(c, s)| (*c, *s)).collect();
+        let of = |fold, max| fold_summary(&experiment(&lines, fold), max);
+        assert_eq!(of(Fold::Auto, None), None);
+        assert_eq!(
+            of(Fold::Auto, Some(3)),
+            None,
+            "3 shown lines, hidden ones not counted"
+        );
+        assert_eq!(of(Fold::Auto, Some(2)).as_deref(), Some("代码（3 行）"));
+        assert_eq!(of(Fold::Never, Some(1)), None);
+        assert_eq!(
+            of(Fold::Folded(None), None).as_deref(),
+            Some("代码（3 行）")
+        );
+        assert_eq!(
+            of(Fold::Folded(Some("绘图代码".into())), Some(100)).as_deref(),
+            Some("绘图代码")
+        );
+    }
 
     #[test]
     fn the_natural_width_comes_from_the_view_box() {

@@ -509,6 +509,7 @@ fn render_chapters(
     highlighter: &render::highlight::Highlighter,
 ) {
     let base_path = series.config.base_path();
+    let fold_lines = series.config.lab.fold_lines;
     let per_chapter = rendered
         .maths
         .par_iter()
@@ -525,6 +526,7 @@ fn render_chapters(
                 refs,
                 citations: &citations.inline,
                 highlighter,
+                fold_lines,
             };
             chapter.html = html::body_html(&inputs);
             let headings = html::headings_html(&inputs);
