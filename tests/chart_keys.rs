@@ -34,7 +34,8 @@ const svg = {
   parentNode: { insertBefore: (node) => { live = node; } },
   nextSibling: null,
 };
-global.window = {};
+// The page script also listens on the window (printing); a browser window always can.
+global.window = { addEventListener() {} };
 global.navigator = {};
 global.document = {
   readyState: "complete",

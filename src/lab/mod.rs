@@ -484,7 +484,14 @@ fn run_chapter(settings: &RunSettings<'_>, chapter: &Chapter, executable: &Path)
         ))]
     })?;
     let duration_ms = started.elapsed().as_millis() as u64;
-    let results = read_results(&results_path);
+    let results = read_results(&results_path, RESULTS_CAP).map_err(|message| {
+        let at = chapter.doc.experiments.first().map_or(1, |b| b.line);
+        vec![
+            Diagnostic::error(message)
+                .at(Location::at_line(&chapter.path, at, 1))
+                .with_help("record less: smaller figures, fewer or smaller values and tables"),
+        ]
+    })?;
     if let Some(d) = failure(chapter, map, &finished, results.as_ref()) {
         return Err(vec![d]);
     }
@@ -505,15 +512,22 @@ fn run_chapter(settings: &RunSettings<'_>, chapter: &Chapter, executable: &Path)
 }
 
 /// The results file, unless it is missing, malformed or larger than [`RESULTS_CAP`].
-fn read_results(path: &Path) -> Option<ChapterResults> {
-    use std::io::Read;
-    let mut text = String::new();
-    std::fs::File::open(path)
-        .ok()?
-        .take(RESULTS_CAP)
-        .read_to_string(&mut text)
-        .ok()?;
-    serde_json::from_str(&text).ok()
+/// The results file: `None` when missing or malformed (the run's ending says why), an error when
+/// it is larger than `cap` (it is not read at all then).
+fn read_results(path: &Path, cap: u64) -> Result<Option<ChapterResults>, String> {
+    let Ok(meta) = std::fs::metadata(path) else {
+        return Ok(None);
+    };
+    if meta.len() > cap {
+        return Err(format!(
+            "the experiments recorded {} MiB of values, tables and figures; at most {} MiB are read",
+            meta.len() >> 20,
+            cap >> 20
+        ));
+    }
+    Ok(std::fs::read_to_string(path)
+        .ok()
+        .and_then(|text| serde_json::from_str(&text).ok()))
 }
 
 /// Turns a failed run into a diagnostic at the block (or line) that failed.
@@ -582,4 +596,26 @@ fn rustc_version() -> String {
 
 fn now_rfc3339() -> String {
     humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn results_beyond_the_cap_are_an_error_not_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.json");
+        assert_eq!(read_results(&path, 10), Ok(None), "missing");
+        let json = serde_json::to_string(&ChapterResults::default()).unwrap();
+        std::fs::write(&path, &json).unwrap();
+        assert_eq!(
+            read_results(&path, json.len() as u64),
+            Ok(Some(ChapterResults::default()))
+        );
+        let err = read_results(&path, json.len() as u64 - 1).unwrap_err();
+        assert!(err.contains("at most 0 MiB are read"), "{err}");
+        std::fs::write(&path, "{ not json").unwrap();
+        assert_eq!(read_results(&path, 1 << 20), Ok(None), "malformed");
+    }
 }
