@@ -447,7 +447,10 @@ mod tests {
         assert_eq!(rule_text(band.tolerance, &band.number), "in 1.7..2.4");
         assert_eq!(bind_one(&band, 2.4).status, Status::Ok);
         let drift = bind_one(&band, 2.6);
-        assert_eq!((drift.status, drift.formatted.as_str()), (Status::Drift, "2.6"));
+        assert_eq!(
+            (drift.status, drift.formatted.as_str()),
+            (Status::Drift, "2.6")
+        );
     }
 
     /// Every rule form, each against NaN, +inf, -inf and a finite value that passes it.
@@ -490,7 +493,11 @@ mod tests {
         assert!(!within(Tolerance::Abs(f64::INFINITY), &finite, 1.0));
         assert!(!within(Tolerance::AtLeast(f64::NEG_INFINITY), &finite, 1.0));
         assert!(!within(Tolerance::Rel(f64::NAN), &finite, 0.13));
-        assert!(!within(Tolerance::Band(f64::NEG_INFINITY, f64::INFINITY), &finite, 1.0));
+        assert!(!within(
+            Tolerance::Band(f64::NEG_INFINITY, f64::INFINITY),
+            &finite,
+            1.0
+        ));
         assert!(!within(Tolerance::Band(f64::NAN, 1.0), &finite, 0.13));
     }
 

@@ -333,7 +333,10 @@ mod tests {
         assert_eq!(one("[1]{=a ~20%}").tolerance, Tolerance::Rel(20.0));
         assert_eq!(one("[1]{=a <=0.1}").tolerance, Tolerance::AtMost(0.1));
         assert_eq!(one("[1]{=other-ch/a.b.3}").name, "other-ch/a.b.3");
-        assert_eq!(one("[2.1]{=a 1.7..2.4}").tolerance, Tolerance::Band(1.7, 2.4));
+        assert_eq!(
+            one("[2.1]{=a 1.7..2.4}").tolerance,
+            Tolerance::Band(1.7, 2.4)
+        );
         assert_eq!(one("[0]{=a -1..1}").tolerance, Tolerance::Band(-1.0, 1.0));
         assert_eq!(one("[2]{=a 2..2}").tolerance, Tolerance::Band(2.0, 2.0));
         assert_eq!(
@@ -350,10 +353,22 @@ mod tests {
                 "x [2]{=a 2.4..1.7}",
                 "band `2.4..1.7` is reversed: its low end must not exceed its high end",
             ),
-            ("x [2]{=a 1..inf}", "tolerance `1..inf` is not a finite number"),
-            ("x [2]{=a -inf..1}", "tolerance `-inf..1` is not a finite number"),
-            ("x [2]{=a NaN..1}", "tolerance `NaN..1` is not a finite number"),
-            ("x [2]{=a 1..1e400}", "tolerance `1..1e400` is not a finite number"),
+            (
+                "x [2]{=a 1..inf}",
+                "tolerance `1..inf` is not a finite number",
+            ),
+            (
+                "x [2]{=a -inf..1}",
+                "tolerance `-inf..1` is not a finite number",
+            ),
+            (
+                "x [2]{=a NaN..1}",
+                "tolerance `NaN..1` is not a finite number",
+            ),
+            (
+                "x [2]{=a 1..1e400}",
+                "tolerance `1..1e400` is not a finite number",
+            ),
             ("x [2]{=a 1..}", "malformed tolerance `1..`"),
             ("x [2]{=a ..2}", "malformed tolerance `..2`"),
             ("x [2]{=a 1..2..3}", "malformed tolerance `1..2..3`"),
