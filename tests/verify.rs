@@ -157,3 +157,41 @@ fn verify_named_chapters_reruns_only_what_they_read() {
     assert!(run.stdout.contains("1 quotes"), "{}", run.stdout);
     assert!(!run.stderr.contains("broken"), "{}", run.stderr);
 }
+
+#[test]
+fn fix_refreshes_a_band_quote_number_and_never_its_band() {
+    let site = Site::fixture("quotes");
+    let path = "content/01-q.md";
+    let original = site.read(path);
+    // The rerun (3) lies in the band but no longer rounds to the quoted 40: `--fix` refreshes
+    // the number (the fixture's wrong `x.1` is fixed too), and nothing is left failing.
+    site.write(
+        path,
+        &original.replace("[40x]{=ratio >=2}", "[40x]{=ratio 2..4}"),
+    );
+    let fixed = site.run(&["verify", "--fix"]);
+    assert_eq!(fixed.code, 0, "{}{}", fixed.stdout, fixed.stderr);
+    assert!(site.read(path).contains("[3x]{=ratio 2..4}"));
+    // Outside the band: the number is refreshed, the band stays, the quote keeps failing.
+    site.write(
+        path,
+        &original.replace("[40x]{=ratio >=2}", "[40x]{=ratio 3.5..4}"),
+    );
+    let fixed = site.run(&["verify", "--fix"]);
+    assert_eq!(fixed.code, 1, "{}{}", fixed.stdout, fixed.stderr);
+    assert!(
+        fixed
+            .stdout
+            .contains("1 band quote(s) still outside their band"),
+        "{}",
+        fixed.stdout
+    );
+    assert!(site.read(path).contains("[3x]{=ratio 3.5..4}"));
+    let run = site.run(&["verify"]);
+    assert_eq!(run.code, 1);
+    assert!(
+        run.stdout.contains("quoted 3  rerun 3  (in 3.5..4)"),
+        "{}",
+        run.stdout
+    );
+}

@@ -316,6 +316,7 @@ pub fn within(tolerance: Tolerance, quoted: &QuotedNumber, rerun: f64) -> bool {
         Tolerance::Rel(p) => (rerun - q).abs() <= p / 100.0 * q.abs() + slack,
         Tolerance::AtLeast(bound) => rerun >= bound,
         Tolerance::AtMost(bound) => rerun <= bound,
+        Tolerance::Band(lo, hi) => lo <= rerun && rerun <= hi,
     }
 }
 
@@ -328,6 +329,7 @@ pub fn rule_text(tolerance: Tolerance, quoted: &QuotedNumber) -> String {
         Tolerance::Rel(p) => format!("~{p}%"),
         Tolerance::AtLeast(b) => format!(">={b}"),
         Tolerance::AtMost(b) => format!("<={b}"),
+        Tolerance::Band(lo, hi) => format!("in {lo}..{hi}"),
     }
 }
 
@@ -341,6 +343,7 @@ pub fn page_rule_text(tolerance: Tolerance, quoted: &QuotedNumber) -> String {
         Tolerance::Rel(p) => format!("相对误差不超过 {p}%"),
         Tolerance::AtLeast(b) => format!("不小于 {b}"),
         Tolerance::AtMost(b) => format!("不大于 {b}"),
+        Tolerance::Band(lo, hi) => format!("在 {lo} 到 {hi} 之间（含两端）"),
     }
 }
 
@@ -428,6 +431,26 @@ mod tests {
         assert!(!within(Tolerance::AtLeast(8.0), &n, 7.999));
         assert!(within(Tolerance::AtMost(8.0), &n, 8.0));
         assert!(!within(Tolerance::AtMost(8.0), &n, 8.1));
+        // A band includes both ends and nothing outside them.
+        let band = Tolerance::Band(1.7, 2.4);
+        for (rerun, inside) in [
+            (1.7, true),
+            (2.4, true),
+            (2.05, true),
+            (1.7f64.next_down(), false),
+            (2.4f64.next_up(), false),
+            (10.0, false),
+        ] {
+            assert_eq!(within(band, &n, rerun), inside, "{rerun}");
+        }
+        let band = q("[2.1]{=a 1.7..2.4}");
+        assert_eq!(rule_text(band.tolerance, &band.number), "in 1.7..2.4");
+        assert_eq!(bind_one(&band, 2.4).status, Status::Ok);
+        let drift = bind_one(&band, 2.6);
+        assert_eq!(
+            (drift.status, drift.formatted.as_str()),
+            (Status::Drift, "2.6")
+        );
     }
 
     /// Every rule form, each against NaN, +inf, -inf and a finite value that passes it.
@@ -439,6 +462,7 @@ mod tests {
             ("[0.13]{=e ~10%}", 0.125),
             ("[0.13]{=e >=0.1}", 0.2),
             ("[0.13]{=e <=0.2}", 0.1),
+            ("[2.1]{=e 1.7..2.4}", 1.7),
             ("[0]{=e ~0%}", 0.0),
             ("[1e300]{=e ~50%}", 1.2e300),
         ];
@@ -469,6 +493,12 @@ mod tests {
         assert!(!within(Tolerance::Abs(f64::INFINITY), &finite, 1.0));
         assert!(!within(Tolerance::AtLeast(f64::NEG_INFINITY), &finite, 1.0));
         assert!(!within(Tolerance::Rel(f64::NAN), &finite, 0.13));
+        assert!(!within(
+            Tolerance::Band(f64::NEG_INFINITY, f64::INFINITY),
+            &finite,
+            1.0
+        ));
+        assert!(!within(Tolerance::Band(f64::NAN, 1.0), &finite, 0.13));
     }
 
     #[test]
@@ -509,7 +539,7 @@ mod tests {
         fn no_rule_passes_a_non_finite_rerun(
             q in -1e300f64..1e300,
             t in 0f64..1e300,
-            kind in 0usize..5,
+            kind in 0usize..6,
             bad in proptest::sample::select(vec![f64::NAN, f64::INFINITY, f64::NEG_INFINITY]),
         ) {
             let tolerance = [
@@ -518,6 +548,7 @@ mod tests {
                 Tolerance::Rel(t),
                 Tolerance::AtLeast(q - t),
                 Tolerance::AtMost(q + t),
+                Tolerance::Band(q - t, q + t),
             ][kind];
             let quote = QuotedNumber { value: q, ..self::q("[0.5]{=a}").number };
             proptest::prop_assert!(!within(tolerance, &quote, bad));
@@ -562,6 +593,7 @@ mod tests {
             ("[0.13]{=a ~10%}", "相对误差不超过 10%"),
             ("[40]{=a >=10}", "不小于 10"),
             ("[0.1]{=a <=0.2}", "不大于 0.2"),
+            ("[2.1]{=a 1.7..2.4}", "在 1.7 到 2.4 之间（含两端）"),
         ] {
             let quote = q(text);
             assert_eq!(

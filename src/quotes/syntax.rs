@@ -22,6 +22,9 @@ pub enum Tolerance {
     AtLeast(f64),
     /// `<=x`: the rerun value must be at most `x`.
     AtMost(f64),
+    /// `lo..hi`: the rerun value must lie in the closed interval `[lo, hi]`. Unlike a bound,
+    /// `verify --fix` refreshes the quoted number (never the band).
+    Band(f64, f64),
 }
 
 impl Tolerance {
@@ -38,6 +41,7 @@ impl Tolerance {
             | Tolerance::Rel(x)
             | Tolerance::AtLeast(x)
             | Tolerance::AtMost(x) => x.is_finite(),
+            Tolerance::Band(lo, hi) => lo.is_finite() && hi.is_finite(),
         }
     }
 }
@@ -193,7 +197,8 @@ fn parse_one(
     let tolerance = parse_tolerance(tolerance_text).map_err(|message| SyntaxError {
         span: name_span.end..spec_at + spec.len(),
         message,
-        help: "write nothing (round to the quoted decimals), `±0.01`, `~20%`, `>=10` or `<=0.1`"
+        help: "write nothing (round to the quoted decimals), `±0.01`, `~20%`, `>=10`, `<=0.1` \
+               or a band `1.7..2.4`"
             .into(),
     })?;
     Ok(QuoteSyntax {
@@ -261,6 +266,18 @@ pub fn parse_tolerance(text: &str) -> Result<Tolerance, String> {
         Ok(Tolerance::AtLeast(number(rest)?))
     } else if let Some(rest) = text.strip_prefix("<=") {
         Ok(Tolerance::AtMost(number(rest)?))
+    } else if let Some((lo, hi)) = text.split_once("..") {
+        // A band `lo..hi`, both ends included. A bare `..` or a missing end is malformed.
+        if lo.trim().is_empty() || hi.trim().is_empty() {
+            return Err(format!("malformed tolerance `{text}`"));
+        }
+        let (lo, hi) = (number(lo)?, number(hi)?);
+        if lo > hi {
+            return Err(format!(
+                "band `{text}` is reversed: its low end must not exceed its high end"
+            ));
+        }
+        Ok(Tolerance::Band(lo, hi))
     } else {
         Err(format!("malformed tolerance `{text}`"))
     }
@@ -316,6 +333,51 @@ mod tests {
         assert_eq!(one("[1]{=a ~20%}").tolerance, Tolerance::Rel(20.0));
         assert_eq!(one("[1]{=a <=0.1}").tolerance, Tolerance::AtMost(0.1));
         assert_eq!(one("[1]{=other-ch/a.b.3}").name, "other-ch/a.b.3");
+        assert_eq!(
+            one("[2.1]{=a 1.7..2.4}").tolerance,
+            Tolerance::Band(1.7, 2.4)
+        );
+        assert_eq!(one("[0]{=a -1..1}").tolerance, Tolerance::Band(-1.0, 1.0));
+        assert_eq!(one("[2]{=a 2..2}").tolerance, Tolerance::Band(2.0, 2.0));
+        assert_eq!(
+            one("[1e3]{=a 1,000..2,000}").tolerance,
+            Tolerance::Band(1000.0, 2000.0)
+        );
+    }
+
+    /// A band must run from low to high, with two finite ends.
+    #[test]
+    fn malformed_bands_are_refused() {
+        for (text, message) in [
+            (
+                "x [2]{=a 2.4..1.7}",
+                "band `2.4..1.7` is reversed: its low end must not exceed its high end",
+            ),
+            (
+                "x [2]{=a 1..inf}",
+                "tolerance `1..inf` is not a finite number",
+            ),
+            (
+                "x [2]{=a -inf..1}",
+                "tolerance `-inf..1` is not a finite number",
+            ),
+            (
+                "x [2]{=a NaN..1}",
+                "tolerance `NaN..1` is not a finite number",
+            ),
+            (
+                "x [2]{=a 1..1e400}",
+                "tolerance `1..1e400` is not a finite number",
+            ),
+            ("x [2]{=a 1..}", "malformed tolerance `1..`"),
+            ("x [2]{=a ..2}", "malformed tolerance `..2`"),
+            ("x [2]{=a 1..2..3}", "malformed tolerance `1..2..3`"),
+        ] {
+            let (quotes, errors) = scan(text, 0, &[]);
+            assert!(quotes.is_empty(), "{text}: {quotes:?}");
+            assert_eq!(errors.len(), 1, "{text}: {errors:?}");
+            assert_eq!(errors[0].message, message, "{text}");
+        }
     }
 
     #[test]

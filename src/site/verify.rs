@@ -113,6 +113,9 @@ struct VerifyReport {
     quotes: usize,
     outputs: usize,
     failures: Vec<Failure>,
+    /// Band quotes that pass but quote a number the rerun no longer rounds to: `--fix`
+    /// refreshes the number (never the band); they are not failures.
+    stale: Vec<(PathBuf, fix::Edit)>,
 }
 
 #[derive(Debug, serde::Serialize)]
@@ -140,6 +143,8 @@ enum Remedy {
     Rewrite(fix::Edit),
     /// A bound: never rewritten, it stays a failure.
     Bound,
+    /// A band the rerun left: its number is refreshed, its band never, so it stays a failure.
+    Refresh(fix::Edit),
     /// The rerun is NaN or infinite: written into a quote it would no longer parse, and
     /// accepted into a pinned output it would hide a numerical bug. Reported as an error.
     NotFinite,
@@ -152,6 +157,8 @@ impl Remedy {
     fn for_quote(quote: &quotes::syntax::QuoteSyntax, binding: &quotes::Binding) -> Remedy {
         if quote.tolerance.is_bound() {
             Remedy::Bound
+        } else if matches!(quote.tolerance, quotes::syntax::Tolerance::Band(..)) {
+            fix::quote_edit(quote, binding).map_or(Remedy::NotFinite, Remedy::Refresh)
         } else {
             fix::quote_edit(quote, binding).map_or(Remedy::NotFinite, Remedy::Rewrite)
         }
@@ -201,6 +208,14 @@ impl VerifyReport {
         for (quote, binding) in chapter.doc.quotes.iter().zip(&chapter.bindings) {
             self.quotes += 1;
             if binding.status != Status::Drift {
+                let stale = binding.formatted != chapter.source[quote.number.span.clone()];
+                if binding.status == Status::Ok
+                    && stale
+                    && matches!(quote.tolerance, quotes::syntax::Tolerance::Band(..))
+                    && let Some(edit) = fix::quote_edit(quote, binding)
+                {
+                    self.stale.push((chapter.path.clone(), edit));
+                }
                 continue;
             }
             let loc = chapter.location(quote.number.span.clone());
@@ -253,11 +268,11 @@ impl VerifyReport {
         }
     }
 
-    /// Failures `--fix` leaves in place without an error: the bounds.
+    /// Failures `--fix` leaves in place without an error: the bounds and the bands.
     fn unfixable(&self) -> usize {
         self.failures
             .iter()
-            .filter(|f| matches!(f.remedy, Remedy::Bound))
+            .filter(|f| matches!(f.remedy, Remedy::Bound | Remedy::Refresh(_)))
             .count()
     }
 
@@ -305,7 +320,7 @@ impl VerifyReport {
             match failure.remedy {
                 Remedy::NotFinite => out.diagnostics.push(failure.not_finite()),
                 Remedy::ClosesFence => out.diagnostics.push(failure.closes_fence()),
-                Remedy::Rewrite(_) | Remedy::Bound => {}
+                Remedy::Rewrite(_) | Remedy::Refresh(_) | Remedy::Bound => {}
             }
         }
         for chapter in &series.chapters {
@@ -314,9 +329,15 @@ impl VerifyReport {
                 .iter()
                 .filter(|f| f.path == chapter.path)
                 .filter_map(|f| match &f.remedy {
-                    Remedy::Rewrite(edit) => Some(edit.clone()),
+                    Remedy::Rewrite(edit) | Remedy::Refresh(edit) => Some(edit.clone()),
                     Remedy::Bound | Remedy::NotFinite | Remedy::ClosesFence => None,
                 })
+                .chain(
+                    self.stale
+                        .iter()
+                        .filter(|(path, _)| *path == chapter.path)
+                        .map(|(_, edit)| edit.clone()),
+                )
                 .collect();
             if edits.is_empty() {
                 continue;
@@ -333,10 +354,26 @@ impl VerifyReport {
                 Err(d) => out.diagnostics.push(d),
             }
         }
-        let bounds = self.unfixable();
+        let count = |band: bool| {
+            self.failures
+                .iter()
+                .filter(|f| match f.remedy {
+                    Remedy::Bound => !band,
+                    Remedy::Refresh(_) => band,
+                    _ => false,
+                })
+                .count()
+        };
+        let (bounds, bands) = (count(false), count(true));
         if bounds > 0 {
             out.report.push(format!(
                 "{bounds} bound quote(s) left as they are: bounds are never rewritten"
+            ));
+        }
+        if bands > 0 {
+            out.report.push(format!(
+                "{bands} band quote(s) still outside their band: the number is refreshed, \
+                 the band is never rewritten"
             ));
         }
     }
