@@ -16,30 +16,7 @@ use common::{Run, Site};
 /// minutes (the nested cargo build included): a build that waits for an experiment's
 /// children would otherwise wait as long as they live.
 fn build(site: &Site) -> Run {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_attnbook"))
-        .arg("--root")
-        .arg(site.root())
-        .arg("build")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let started = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if started.elapsed() > Duration::from_secs(300) {
-            let _ = child.kill();
-            panic!("the build did not finish: it waits for something the experiment started");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let output = child.wait_with_output().unwrap();
-    let root = site.root().display().to_string();
-    let clean = |bytes: &[u8]| String::from_utf8_lossy(bytes).replace(&root, "[ROOT]");
-    Run {
-        code: output.status.code().unwrap_or(-1),
-        stdout: clean(&output.stdout),
-        stderr: clean(&output.stderr),
-    }
+    site.run_within(&["build"], Duration::from_secs(300))
 }
 
 /// A one-chapter site whose only block is `block` (with fence options `options`).

@@ -47,12 +47,40 @@ impl Site {
 
     /// Runs `attnbook --root SITE args...`.
     pub(crate) fn run(&self, args: &[&str]) -> Run {
-        let output = Command::new(env!("CARGO_BIN_EXE_attnbook"))
-            .arg("--root")
-            .arg(self.root())
-            .args(args)
-            .output()
+        let output = self.command(args).output().expect("run attnbook");
+        self.finish(&output)
+    }
+
+    /// [`Site::run`], failing the test when the command has not ended within `limit`: a
+    /// command that waits for something it should have stopped would otherwise hang the suite.
+    pub(crate) fn run_within(&self, args: &[&str], limit: std::time::Duration) -> Run {
+        let child = self
+            .command(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
             .expect("run attnbook");
+        let pid = child.id();
+        let (sender, ended) = std::sync::mpsc::channel();
+        // Output is read while waiting, so a full pipe cannot stall the command.
+        std::thread::spawn(move || sender.send(child.wait_with_output()));
+        match ended.recv_timeout(limit) {
+            Ok(output) => self.finish(&output.expect("wait for attnbook")),
+            Err(_) => {
+                // SAFETY: sending a signal to our own child has no memory-safety preconditions.
+                unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+                panic!("`attnbook {}` did not end within {limit:?}", args.join(" "));
+            }
+        }
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_attnbook"));
+        command.arg("--root").arg(self.root()).args(args);
+        command
+    }
+
+    fn finish(&self, output: &std::process::Output) -> Run {
         let root = self.root().display().to_string();
         let clean = |bytes: &[u8]| String::from_utf8_lossy(bytes).replace(&root, "[ROOT]");
         Run {
