@@ -279,8 +279,8 @@ fn rewrite_destination(event: &Event<'static>, base_path: &str) -> Event<'static
     event
 }
 
-/// Every `(code, language)` a chapter's body highlights, as [`code_html`] and
-/// [`experiment_html`] ask for them: a build highlights them ahead, beside the math, so the
+/// Every `(code, language)` a chapter's body highlights, as `code_html` and `experiment_html`
+/// ask for them: a build highlights them ahead, beside the math, so the
 /// bodies find them memoised.
 pub fn highlight_jobs(doc: &Doc) -> Vec<(String, &str)> {
     let code = doc.pieces.iter().filter_map(|piece| match piece {
