@@ -2,8 +2,9 @@
 //! DOM: a chart with marks is one tab stop, the arrow keys move between its marks, and the
 //! current mark's title is announced in a live region.
 
+mod common;
+
 use std::path::Path;
-use std::process::Command;
 
 use serde_json::Value;
 
@@ -61,26 +62,8 @@ console.log(JSON.stringify({ tabindex: attributes.tabindex, ariaLive: live["aria
 /// Runs the harness; `None` if Node is not installed (outside CI).
 fn run(keys: &[&str]) -> Option<Value> {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("static/attnbook.js");
-    let output = match Command::new("node")
-        .arg("-e")
-        .arg(HARNESS)
-        .arg(&script)
-        .arg(serde_json::to_string(keys).unwrap())
-        .output()
-    {
-        Ok(output) => output,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound && std::env::var_os("CI").is_none() => {
-            eprintln!("skipped: node is not installed");
-            return None;
-        }
-        Err(e) => panic!("cannot run node: {e}"),
-    };
-    assert!(
-        output.status.success(),
-        "node failed:\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    Some(serde_json::from_slice(&output.stdout).expect("JSON from the harness"))
+    let keys = serde_json::to_string(keys).unwrap();
+    common::node_json(HARNESS, &[script.as_os_str(), keys.as_ref()])
 }
 
 #[test]

@@ -1,8 +1,9 @@
 //! Search: the index built for a small Chinese + English series, read the way the client reads
 //! it, and the client itself (`static/search.js`) run in Node against that index.
 
+mod common;
+
 use std::path::Path;
-use std::process::Command;
 
 use attnbook::render::search;
 use serde_json::Value;
@@ -221,28 +222,11 @@ fn client_search(index_file: &Path, queries: &[&str]) -> Option<Value> {
         for (const q of JSON.parse(process.argv[3])) out[q] = engine.search(index, q);
         console.log(JSON.stringify(out));
     "#;
-    let output = match Command::new("node")
-        .arg("-e")
-        .arg(program)
-        .arg(&script)
-        .arg(index_file)
-        .arg(serde_json::to_string(queries).unwrap())
-        .output()
-    {
-        Ok(output) => output,
-        // CI has Node (the browser tests need it): there, a missing node is a failure.
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound && std::env::var_os("CI").is_none() => {
-            eprintln!("skipped: node is not installed");
-            return None;
-        }
-        Err(e) => panic!("cannot run node: {e}"),
-    };
-    assert!(
-        output.status.success(),
-        "node failed:\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    Some(serde_json::from_slice(&output.stdout).expect("JSON from the client"))
+    let queries = serde_json::to_string(queries).unwrap();
+    common::node_json(
+        program,
+        &[script.as_os_str(), index_file.as_os_str(), queries.as_ref()],
+    )
 }
 
 fn hit_urls(results: &Value) -> Vec<&str> {

@@ -118,10 +118,22 @@ pub fn bind(series: &Series) -> (Vec<Vec<Binding>>, Vec<Diagnostic>) {
     let index = ValueIndex::new(series);
     let mut all = Vec::new();
     let mut errors = Vec::new();
+    // Chapters whose experiments failed or did not run: their own problem is reported, and an
+    // "unknown value" on top of it would be false.
+    let without_results: std::collections::HashSet<&str> = series
+        .chapters
+        .iter()
+        .filter(|c| c.lacks_results())
+        .map(|c| c.slug.as_str())
+        .collect();
     for chapter in &series.chapters {
         let mut bindings = Vec::new();
         for quote in &chapter.doc.quotes {
-            if reads_a_chapter_without_results(series, &chapter.slug, &quote.name) {
+            let owner = quote
+                .name
+                .split_once('/')
+                .map_or(chapter.slug.as_str(), |(owner, _)| owner);
+            if without_results.contains(owner) {
                 bindings.push(unbound(chapter, quote));
                 continue;
             }
@@ -136,16 +148,6 @@ pub fn bind(series: &Series) -> (Vec<Vec<Binding>>, Vec<Diagnostic>) {
         all.push(bindings);
     }
     (all, errors)
-}
-
-/// Whether `name`, read from chapter `slug`, belongs to a chapter whose experiments failed or
-/// did not run (its own problem is reported; an "unknown value" on top would be false).
-fn reads_a_chapter_without_results(series: &Series, slug: &str, name: &str) -> bool {
-    let owner = name.split_once('/').map_or(slug, |(chapter, _)| chapter);
-    series
-        .chapters
-        .iter()
-        .any(|c| c.slug == owner && c.lacks_results())
 }
 
 fn unbound(chapter: &Chapter, quote: &QuoteSyntax) -> Binding {

@@ -91,6 +91,30 @@ impl Site {
     }
 }
 
+/// Runs `node -e PROGRAM ARGS...` and parses what it prints as JSON; `None` when Node is not
+/// installed and this is not CI (CI has Node for the browser tests: there a missing node fails).
+pub(crate) fn node_json(program: &str, args: &[&std::ffi::OsStr]) -> Option<serde_json::Value> {
+    let output = match Command::new("node")
+        .arg("-e")
+        .arg(program)
+        .args(args)
+        .output()
+    {
+        Ok(output) => output,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && std::env::var_os("CI").is_none() => {
+            eprintln!("skipped: node is not installed");
+            return None;
+        }
+        Err(e) => panic!("cannot run node: {e}"),
+    };
+    assert!(
+        output.status.success(),
+        "node failed:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    Some(serde_json::from_slice(&output.stdout).expect("JSON from node"))
+}
+
 fn copy_dir(src: &Path, dst: &Path) {
     for entry in walkdir::WalkDir::new(src) {
         let entry = entry.expect("walk fixture");
