@@ -17,6 +17,8 @@
 //!    past weights.
 //! 7. `metrics`, `loss` - entropy and friends; cross-entropy against a target alignment.
 //! 8. `grad` - backward passes, so a scorer can be trained with SGD.
+//! 9. `block` - the Transformer layer around attention: `LayerNorm`, `FeedForward`, encoder
+//!    and decoder layers (post-LN or pre-LN), and `count_ops` to measure their cost.
 //!
 //! The fast paths compute the same formulas, written for speed (numbers in
 //! `docs/performance.md`):
@@ -45,6 +47,7 @@
 
 mod additive;
 mod attend;
+mod block;
 mod coverage;
 mod error;
 mod flash;
@@ -65,6 +68,10 @@ mod test_util;
 
 pub use additive::{Additive, Precomputed};
 pub use attend::{attend, scaled_dot_product_attention, try_scaled_dot_product_attention};
+pub use block::{
+    DecoderLayer, DecoderOutput, EncoderLayer, FeedForward, LayerNorm, Norm, OpCount, count_ops,
+    row_rms,
+};
 pub use coverage::{Coverage, coverage_penalty};
 pub use error::AttentionError;
 pub use flash::{flash_attention, flash_attention_threads};
