@@ -342,7 +342,6 @@
       tip.appendChild(document.createElement("br"));
       tip.appendChild(follow);
     }
-    tip.dataset.for = quote.dataset.name || "";
     document.body.appendChild(tip);
     var box = quote.getBoundingClientRect();
     var left = Math.max(8, Math.min(box.left, window.innerWidth - tip.offsetWidth - 8));

@@ -25,16 +25,17 @@ fn a_site_builds_into_complete_pages() {
     assert!(first.contains("表 1") && first.contains("<th>位置</th>"));
     // The hidden block's code is not shown: it is on the page only inside the hidden source a
     // provenance link reveals.
-    let rows = first.find("let</span> rows").expect("the hide block's source");
+    let rows = first
+        .find("let</span> rows")
+        .expect("the hide block's source");
     let source_only = first[..rows]
         .rfind("<div class=\"experiment-code source-only\" hidden>")
         .expect("inside the hidden source");
     assert!(!first[source_only..rows].contains("</div>"), "{first}");
     // The quote shows the rerun value, with the full value and its recording line on hover.
     assert!(
-        first.contains(
-            "title=\"实验值 1；原文 1.00；规则：四舍五入到 2 位小数；记录于第 "
-        ) && first.contains(">1.00</a>"),
+        first.contains("title=\"实验值 1；原文 1.00；规则：四舍五入到 2 位小数；记录于第 ")
+            && first.contains(">1.00</a>"),
         "{first}"
     );
     // Headings get anchors and a TOC; URLs honour the base path of base_url.
@@ -45,10 +46,7 @@ fn a_site_builds_into_complete_pages() {
     // The run metadata footer names the seed.
     assert!(first.contains("随机种子 7"));
     // Cross-chapter quotes bind.
-    assert!(
-        site.read("public/second/index.html")
-            .contains(">1.0</a>")
-    );
+    assert!(site.read("public/second/index.html").contains(">1.0</a>"));
     let index = site.read("public/index.html");
     let (a, b) = (index.find("第一篇").unwrap(), index.find("第二篇").unwrap());
     assert!(a < b, "the index lists chapters in series order");
