@@ -149,7 +149,7 @@ fn two_builds_at_once_wait_for_each_other_and_both_succeed() {
         String::from_utf8_lossy(&first.stderr)
     );
     assert!(second_status.success(), "{said}");
-    assert!(site.read("public/a/index.html").contains(">1</span>"));
+    assert!(site.read("public/a/index.html").contains(">1</a>"));
 }
 
 #[test]

@@ -436,7 +436,8 @@ fn experiment_html(inputs: &PageInputs<'_>, numbering: &Numbering<'_>, exp: &Exp
             }
         }
     }
-    // A hidden block that printed and drew nothing keeps its anchor but shows no empty box.
+    // A hidden block that printed and drew nothing keeps its anchor but shows no empty box: its
+    // only child is then its hidden source, and the stylesheet hides such a section.
     let body = format!("\n{out}");
     format!(
         "<section class=\"experiment{hidden}\" id=\"experiment-{}\">{body}</section>\n",
