@@ -82,6 +82,13 @@ fn quotes_link_to_the_line_that_recorded_them_and_the_site_lists_them_all() {
         quote_tag(&other, "src/shown")
     );
     assert!(quote_tag(&other, "own").contains("href=\"#L10\""));
+    // In link text a quote keeps its hover text but is no link: links do not nest.
+    let in_link = &other[other.find("<a href=\"https://example.com/\">").unwrap()..];
+    let in_link = &in_link[..in_link.find("</a>").unwrap()];
+    assert!(
+        in_link.contains("<span class=\"quote\" data-name=\"own\" title=\"实验值 7；"),
+        "{in_link}"
+    );
 
     // The run footer names the processor and the instruction set, and links the page.
     let footer = &page[page.find("<footer class=\"run-meta\">").unwrap()..];
@@ -100,11 +107,11 @@ fn quotes_link_to_the_line_that_recorded_them_and_the_site_lists_them_all() {
 
     let verification = site.read("public/verification/index.html");
     assert!(
-        verification.contains("正文引用了 8 个数字：7 个与重新运行的实验一致，1 个偏离。固定的输出共 2 段：1 段一致，1 段不同。"),
+        verification.contains("正文引用了 9 个数字：8 个与重新运行的实验一致，1 个偏离。固定的输出共 2 段：1 段一致，1 段不同。"),
         "{verification}"
     );
     let rows: Vec<&str> = verification.split("<tr class=\"verdict-").skip(1).collect();
-    assert_eq!(rows.len(), 10, "8 quotes and 2 outputs");
+    assert_eq!(rows.len(), 11, "9 quotes and 2 outputs");
     assert!(
         rows.iter()
             .any(|r| r.starts_with("drift") && r.contains(">9<") && r.contains("偏离"))
