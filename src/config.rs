@@ -47,12 +47,16 @@ pub struct Config {
     /// Build-time syntax highlighting of code blocks.
     #[serde(default)]
     pub highlight: Switch,
+    /// The verification page (`verification/index.html`): every quoted number and pinned
+    /// output of the site with its rerun and status.
+    #[serde(default)]
+    pub verification: Switch,
     /// Problems that do not stop the build (characters XML forbids in a value), at their keys.
     #[serde(skip)]
     pub warnings: Vec<Diagnostic>,
 }
 
-/// `[search]`, `[highlight]`: a feature that is on unless `enabled = false`.
+/// `[search]`, `[highlight]`, `[verification]`: a feature that is on unless `enabled = false`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Switch {

@@ -56,6 +56,8 @@ fn record(chapter: &mut Chapter, values: &[f64]) {
             shape: Vec::new(),
             data: vec![lab_protocol::Number(*x)],
             volatile: false,
+            file: String::new(),
+            line: 0,
         })
         .collect();
     let mut run = crate::lab::ChapterRun::default();

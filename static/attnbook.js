@@ -284,3 +284,106 @@
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
   else init();
 })();
+
+/*
+ * Provenance of quoted numbers: a.quote links to the code line that recorded its value
+ * (span.code-line#L12, the Markdown line). Following such a link, by a click or by opening a
+ * page at `#L12`, shows that line wherever it hides: it opens the fold (details.fold) around
+ * it, reveals hidden `# ` lines (pre.show-hidden) and the code of a `hide` block
+ * (section.show-source, its div.source-only loses `hidden`), then marks the line `is-target`
+ * and scrolls it into view. On a touch screen there is no hover, so the first tap on a quoted
+ * number shows its title in div.quote-tip, with a link that follows it; a tap elsewhere closes
+ * the tip.
+ */
+(function () {
+  "use strict";
+
+  var current = null;
+
+  function reveal(line) {
+    for (var node = line.parentNode; node && node !== document; node = node.parentNode) {
+      if (node.tagName === "DETAILS" && !node.open) node.open = true;
+      if (node.tagName === "PRE" && line.closest(".boring")) node.classList.add("show-hidden");
+      if (node.classList && node.classList.contains("source-only")) node.hidden = false;
+      if (node.classList && node.classList.contains("hidden-code")) node.classList.add("show-source");
+    }
+  }
+
+  // Shows the code line the location's hash names, if it is one; true when it did.
+  function showTarget() {
+    var id = decodeURIComponent(window.location.hash.slice(1));
+    var line = id && document.getElementById(id);
+    if (!line || !line.classList.contains("code-line")) return false;
+    reveal(line);
+    if (current) current.classList.remove("is-target");
+    current = line;
+    line.classList.add("is-target");
+    line.scrollIntoView({ block: "center" });
+    return true;
+  }
+
+  var tip = null;
+
+  function closeTip() {
+    if (tip && tip.parentNode) tip.parentNode.removeChild(tip);
+    tip = null;
+  }
+
+  function openTip(quote) {
+    closeTip();
+    tip = document.createElement("div");
+    tip.className = "quote-tip";
+    tip.setAttribute("role", "tooltip");
+    tip.textContent = quote.getAttribute("title") || "";
+    if (quote.getAttribute("href")) {
+      var follow = document.createElement("a");
+      follow.href = quote.getAttribute("href");
+      follow.textContent = "查看记录它的代码";
+      tip.appendChild(document.createElement("br"));
+      tip.appendChild(follow);
+    }
+    document.body.appendChild(tip);
+    var box = quote.getBoundingClientRect();
+    var left = Math.max(8, Math.min(box.left, window.innerWidth - tip.offsetWidth - 8));
+    tip.style.left = left + window.scrollX + "px";
+    tip.style.top = box.bottom + window.scrollY + 6 + "px";
+    tip.owner = quote;
+  }
+
+  var lastPointer = "mouse";
+  document.addEventListener("pointerdown", function (event) {
+    lastPointer = event.pointerType || "mouse";
+  }, true);
+
+  document.addEventListener("click", function (event) {
+    var quote = event.target.closest && event.target.closest(".quote");
+    if (quote && lastPointer === "touch" && !(tip && tip.owner === quote)) {
+      event.preventDefault(); // the first tap shows what hover shows; the tip's link follows
+      openTip(quote);
+      return;
+    }
+    if (!(tip && tip.contains(event.target))) closeTip();
+  });
+
+  // A same-page link changes the hash (hashchange); following the link to the line already
+  // targeted does not, so the click shows it again.
+  window.addEventListener("hashchange", function () {
+    closeTip();
+    showTarget();
+  });
+  document.addEventListener("click", function (event) {
+    var link = event.target.closest && event.target.closest("a[href^='#L']");
+    if (link && link.getAttribute("href") === window.location.hash) {
+      event.preventDefault();
+      closeTip();
+      showTarget();
+    }
+  });
+
+  function init() {
+    showTarget();
+  }
+
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
+  else init();
+})();

@@ -23,11 +23,19 @@ fn a_site_builds_into_complete_pages() {
     );
     assert!(first.contains("图 1") && first.contains("五个位置上的注意力权重"));
     assert!(first.contains("表 1") && first.contains("<th>位置</th>"));
-    // The hidden block's code is not shown, its hidden line never.
-    assert!(!first.contains("let rows"));
-    // The quote shows the rerun value, with the full value on hover.
+    // The hidden block's code is not shown: it is on the page only inside the hidden source a
+    // provenance link reveals.
+    let rows = first
+        .find("let</span> rows")
+        .expect("the hide block's source");
+    let source_only = first[..rows]
+        .rfind("<div class=\"experiment-code source-only\" hidden>")
+        .expect("inside the hidden source");
+    assert!(!first[source_only..rows].contains("</div>"), "{first}");
+    // The quote shows the rerun value, with the full value and its recording line on hover.
     assert!(
-        first.contains("title=\"实验值 1；原文 1.00；规则：四舍五入到 2 位小数\">1.00</span>"),
+        first.contains("title=\"实验值 1；原文 1.00；规则：四舍五入到 2 位小数；记录于第 ")
+            && first.contains(">1.00</a>"),
         "{first}"
     );
     // Headings get anchors and a TOC; URLs honour the base path of base_url.
@@ -38,10 +46,7 @@ fn a_site_builds_into_complete_pages() {
     // The run metadata footer names the seed.
     assert!(first.contains("随机种子 7"));
     // Cross-chapter quotes bind.
-    assert!(
-        site.read("public/second/index.html")
-            .contains(">1.0</span>")
-    );
+    assert!(site.read("public/second/index.html").contains(">1.0</a>"));
     let index = site.read("public/index.html");
     let (a, b) = (index.find("第一篇").unwrap(), index.find("第二篇").unwrap());
     assert!(a < b, "the index lists chapters in series order");
@@ -61,7 +66,7 @@ fn a_page_without_experiments_matches_its_snapshot() {
     // A site without a description has no description meta, rather than an empty one.
     assert!(!page.contains("content=\"\">"), "{page}");
     assert!(
-        page.contains("规则：四舍五入到 1 位小数\">1.0</span>"),
+        page.contains("规则：四舍五入到 1 位小数；记录于 first 第 "),
         "{page}"
     );
     insta::assert_snapshot!("second_page", page);
@@ -234,7 +239,7 @@ fn two_relative_tolerances_in_one_paragraph_stay_quotes() {
         !page.contains("<del>"),
         "no strikethrough between the two ~5% quotes"
     );
-    assert!(page.contains(">3.0x</span>") && page.contains(">1,234,568</span>"));
+    assert!(page.contains(">3.0x</a>") && page.contains(">1,234,568</a>"));
     let strict = site.run(&["build", "--strict"]);
     assert_eq!(
         strict.code, 2,

@@ -35,10 +35,12 @@ const svg = {
   parentNode: { insertBefore: (node) => { live = node; } },
   nextSibling: null,
 };
-// The page script also listens on the window (printing); a browser window always can.
-global.window = { addEventListener() {} };
+// The page script also listens on the window (printing, hash changes) and the document (taps
+// on quoted numbers), and reads the location's hash; a browser always has them.
+global.window = { addEventListener() {}, location: { hash: "" } };
 global.navigator = {};
 global.document = {
+  addEventListener() {},
   readyState: "complete",
   documentElement: { getAttribute: () => null, setAttribute() {}, removeAttribute() {} },
   createElement: () => ({ setAttribute(k, v) { this[k] = v; }, textContent: "" }),

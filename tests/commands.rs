@@ -97,7 +97,7 @@ fn new_scaffolds_the_next_chapter_and_it_builds() {
     assert_eq!(build.code, 0, "{}", build.stderr);
     assert!(
         site.read("public/attention-variants/index.html")
-            .contains(">0.67</span>")
+            .contains(">0.67</a>")
     );
     assert_eq!(
         site.run(&["new", "attention-variants"]).code,

@@ -21,12 +21,15 @@ struct Entry {
     run: ChapterRun,
 }
 
-/// What of attnbook itself shapes a run: its version and the fingerprint of the generated
+/// What of attnbook itself shapes a run: its version, the results format it reads
+/// ([`lab_protocol::FORMAT_VERSION`]: a site whose `[lab] crate` lies outside this repository
+/// has runtime sources that do not change with the format) and the fingerprint of the generated
 /// wrapper code (a new wrapper or a new release reruns every chapter).
 pub(super) fn generator_identity() -> String {
     format!(
-        "attnbook {}\n{}",
+        "attnbook {}\nresults format {}\n{}",
         env!("CARGO_PKG_VERSION"),
+        lab_protocol::FORMAT_VERSION,
         super::generate::template_fingerprint()
     )
 }
@@ -283,15 +286,18 @@ mod tests {
         );
     }
 
-    /// The identity names this attnbook's version and the generator's template fingerprint.
+    /// The identity names this attnbook's version, the results format (a new format reruns
+    /// every chapter, even with a runtime crate outside this repository) and the generator's
+    /// template fingerprint.
     #[test]
-    fn the_generator_identity_is_the_version_and_the_wrapper() {
+    fn the_generator_identity_is_the_version_the_format_and_the_wrapper() {
         let identity = generator_identity();
         assert_eq!(
             identity,
             format!(
-                "attnbook {}\n{}",
+                "attnbook {}\nresults format {}\n{}",
                 env!("CARGO_PKG_VERSION"),
+                lab_protocol::FORMAT_VERSION,
                 crate::lab::generate::template_fingerprint()
             )
         );

@@ -81,6 +81,40 @@ pub fn generate(package: &str, lab_path: &Path, chapters: &[ChapterBlocks<'_>]) 
     GeneratedCrate { files, bins, map }
 }
 
+/// The Markdown line of each value's recording call, given where `#[track_caller]` placed it
+/// (`file:line`) and the chapter's blocks: the generated binary of a chapter depends on its
+/// blocks alone, so the line a cached run recorded still maps through the blocks of today.
+///
+/// `None` for a location outside the chapter's binary (a call inside a library the author did
+/// not mark `#[track_caller]`) or from a runtime that did not report one.
+pub struct RecordedLines {
+    origins: Vec<Option<Origin>>,
+}
+
+impl RecordedLines {
+    /// The line map of a chapter with `blocks`.
+    pub fn new(blocks: &[Experiment]) -> Self {
+        let chapter = ChapterBlocks {
+            slug: "",
+            path: Path::new(""),
+            blocks,
+        };
+        RecordedLines {
+            origins: chapter_binary(&chapter).1,
+        }
+    }
+
+    /// The 1-based Markdown line of generated `file:line`, if it is a line of a block.
+    pub fn markdown_line(&self, file: &str, line: u32) -> Option<usize> {
+        // Cargo compiles a package's binaries with paths relative to the package root.
+        if !file.replace('\\', "/").starts_with("src/bin/") {
+            return None;
+        }
+        let index = usize::try_from(line).ok()?.checked_sub(1)?;
+        self.origins.get(index)?.as_ref().map(|o| o.line)
+    }
+}
+
 /// A hash of the code this module wraps around the blocks (manifest, prelude, `run`, `main`),
 /// taken from the crate it generates for a fixed chapter: any change to the wrapper changes it,
 /// with no version to remember to bump. Part of the experiment cache key.
@@ -277,6 +311,46 @@ mod tests {
         assert!(module.contains("lab::run_main(&[(\"why\", run as lab::ChapterFn)])"));
         let (_, manifest) = &krate.files[0];
         assert!(manifest.contains("lab = { path = \"/lab\" }") && manifest.contains("[workspace]"));
+    }
+
+    /// A recording line maps to the Markdown line of the call, hidden `# ` lines and `hide`
+    /// blocks included; locations outside the chapter's binary map to nothing.
+    #[test]
+    fn recorded_lines_map_back_to_the_markdown_line_of_the_call() {
+        let mut hidden_block = block(1, 20, &[("lab.value(\"b\", 2.0);", true)]);
+        hidden_block.options.hide = true;
+        let blocks = [
+            block(
+                0,
+                10,
+                &[("let x = 1;", true), ("lab.value(\"a\", x);", false)],
+            ),
+            hidden_block,
+        ];
+        let krate = generate(
+            "demo",
+            Path::new("/lab"),
+            &[ChapterBlocks {
+                slug: "why",
+                path: Path::new("content/why.md"),
+                blocks: &blocks,
+            }],
+        );
+        let module = &krate.files[1].1;
+        let line_of =
+            |needle: &str| module.lines().position(|l| l.contains(needle)).unwrap() as u32 + 1;
+        let file = format!("src/bin/{}.rs", bin_name("demo", "why"));
+        let lines = RecordedLines::new(&blocks);
+        assert_eq!(lines.markdown_line(&file, line_of("\"a\"")), Some(12));
+        assert_eq!(lines.markdown_line(&file, line_of("\"b\"")), Some(21));
+        assert_eq!(lines.markdown_line(&file, 1), None, "the wrapper");
+        assert_eq!(lines.markdown_line(&file, 0), None, "unknown");
+        assert_eq!(lines.markdown_line(&file, 10_000), None);
+        assert_eq!(
+            lines.markdown_line("/home/me/lab/src/context.rs", line_of("\"a\"")),
+            None,
+            "a library line"
+        );
     }
 
     #[test]

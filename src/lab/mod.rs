@@ -29,7 +29,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::content::{Chapter, Series};
 use crate::diagnostic::{Diagnostic, Location};
-pub use generate::{ChapterBlocks, SourceMap, generate};
+pub use generate::{ChapterBlocks, RecordedLines, SourceMap, generate};
 use lab_protocol::ChapterResults;
 
 /// The stdout of one block.
@@ -52,6 +52,12 @@ pub struct RunMeta {
     pub seed: u64,
     /// Wall time of the run, milliseconds.
     pub duration_ms: u64,
+    /// The processor's model name (`/proc/cpuinfo`), or its architecture where that is unknown.
+    #[serde(default)]
+    pub cpu: String,
+    /// The instruction set the attention core's kernels used (`avx512`, `avx2`, `portable`).
+    #[serde(default)]
+    pub isa: String,
 }
 
 /// One chapter's experiment results.
@@ -155,6 +161,7 @@ pub fn run(series: &Series, plan: &LabPlan) -> Runs {
     }
     let paths = Paths::new(series);
     let toolchain = rustc_version();
+    let cpu = cpu_model();
     let env_key = cache::environment_key(
         paths.lab_crate.parent().unwrap_or(&paths.lab_crate),
         Some(&Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.lock")),
@@ -208,6 +215,7 @@ pub fn run(series: &Series, plan: &LabPlan) -> Runs {
         plan,
         &series.config.lab,
         &toolchain,
+        &cpu,
     );
     // Nothing may run any more: whatever a chapter started and left behind goes now.
     reap::kill_orphans(&[]);
@@ -364,6 +372,7 @@ struct RunSettings<'a> {
     default_timeout: Duration,
     memory_mb: u64,
     toolchain: &'a str,
+    cpu: &'a str,
 }
 
 /// Runs `jobs` (chapter, binary), `plan.jobs` at a time; one outcome per job, in order.
@@ -374,6 +383,7 @@ fn run_all(
     plan: &LabPlan,
     site: &crate::config::LabConfig,
     toolchain: &str,
+    cpu: &str,
 ) -> Vec<Outcome> {
     let results_dir = paths.work.join("run");
     if let Err(e) = std::fs::create_dir_all(&results_dir) {
@@ -398,6 +408,7 @@ fn run_all(
             .unwrap_or(plan.timeout),
         memory_mb: site.memory_mb.unwrap_or(4096),
         toolchain,
+        cpu,
     };
     std::thread::scope(|scope| {
         for _ in 0..plan.jobs.max(1).min(jobs.len()) {
@@ -444,6 +455,7 @@ fn run_chapter(settings: &RunSettings<'_>, chapter: &Chapter, executable: &Path)
         default_timeout,
         memory_mb,
         toolchain,
+        cpu,
     } = settings;
     let (output_cap, default_timeout) = (*output_cap, *default_timeout);
     let blocks = &chapter.doc.experiments;
@@ -497,14 +509,17 @@ fn run_chapter(settings: &RunSettings<'_>, chapter: &Chapter, executable: &Path)
     }
     let mut outputs = finished.blocks;
     outputs.resize(blocks.len(), BlockOutput::default());
+    let results = results.unwrap_or_default();
     let meta = RunMeta {
         ran_at: now_rfc3339(),
         toolchain: toolchain.to_string(),
         seed: chapter.seed(),
         duration_ms,
+        cpu: cpu.to_string(),
+        isa: results.isa.clone(),
     };
     Ok(ChapterRun {
-        results: results.unwrap_or_default(),
+        results,
         blocks: outputs,
         meta,
         from_cache: false,
@@ -594,6 +609,24 @@ fn rustc_version() -> String {
         .unwrap_or_else(|| "unknown rustc".to_string())
 }
 
+/// The model name of this machine's processor, as `/proc/cpuinfo` gives it (Linux; the first
+/// core's, they agree); the architecture (`x86_64`) where it says nothing.
+fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|text| model_name(&text))
+        .unwrap_or_else(|| std::env::consts::ARCH.to_string())
+}
+
+/// The `model name` of a `/proc/cpuinfo` text, whitespace runs collapsed.
+fn model_name(cpuinfo: &str) -> Option<String> {
+    cpuinfo.lines().find_map(|line| {
+        let (key, value) = line.split_once(':')?;
+        let value = value.split_whitespace().collect::<Vec<_>>().join(" ");
+        (key.trim() == "model name" && !value.is_empty()).then_some(value)
+    })
+}
+
 fn now_rfc3339() -> String {
     humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
 }
@@ -601,6 +634,18 @@ fn now_rfc3339() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_cpu_model_comes_from_cpuinfo() {
+        let cpuinfo = "processor\t: 0\nvendor_id\t: GenuineIntel\n\
+                       model name\t: Intel(R) Xeon(R)  CPU @ 2.20GHz\nflags\t: fpu\n";
+        assert_eq!(
+            model_name(cpuinfo).as_deref(),
+            Some("Intel(R) Xeon(R) CPU @ 2.20GHz")
+        );
+        assert_eq!(model_name("processor : 0\nmodel name :\n"), None);
+        assert!(!cpu_model().is_empty());
+    }
 
     #[test]
     fn results_beyond_the_cap_are_an_error_not_read() {

@@ -9,9 +9,11 @@ pub mod output;
 pub mod syntax;
 
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 
 use crate::content::{Chapter, Series};
 use crate::diagnostic::{Diagnostic, closest, did_you_mean};
+use crate::lab::RecordedLines;
 use syntax::{QuoteSyntax, QuotedNumber, Tolerance};
 
 /// Whether a quote agrees with the rerun.
@@ -42,28 +44,66 @@ pub struct Binding {
     pub formatted: String,
     /// The rule, e.g. `rounding to 2 decimals`.
     pub rule: String,
+    /// The code line that recorded the value, when the run reported it.
+    pub source: Option<Source>,
 }
 
-/// Every value every chapter recorded, flattened: `slug -> name -> (value, volatile)`.
+/// Where a value was recorded: the line of its `lab.value` call in a chapter's Markdown.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Source {
+    /// The slug of the chapter whose block recorded it.
+    pub chapter: String,
+    /// Its 1-based Markdown line (the page's code line `L{line}`).
+    pub line: usize,
+    /// Recorded by the quoting chapter itself (the link stays on the page).
+    pub local: bool,
+}
+
+/// Every value every chapter recorded, flattened: `slug -> name -> value`, and beside it
+/// `slug -> name -> Markdown line` of the call that recorded it.
 #[derive(Debug, Default)]
 pub struct ValueIndex {
     chapters: BTreeMap<String, BTreeMap<String, f64>>,
+    lines: BTreeMap<String, BTreeMap<String, usize>>,
 }
 
 impl ValueIndex {
     /// Flattens the recorded values (`name`, `name.i`, `name.i.j`).
     pub fn new(series: &Series) -> Self {
         let mut chapters = BTreeMap::new();
+        let mut all_lines = BTreeMap::new();
         for chapter in &series.chapters {
             let mut values = BTreeMap::new();
+            let mut lines = BTreeMap::new();
+            let recorded = RecordedLines::new(&chapter.doc.experiments);
             for value in chapter.run.iter().flat_map(|r| &r.results.values) {
+                let line = recorded.markdown_line(&value.file, value.line);
                 for (suffix, x) in flatten(&value.shape, &value.data) {
-                    values.insert(format!("{}{suffix}", value.name), x);
+                    let name = format!("{}{suffix}", value.name);
+                    if let Some(line) = line {
+                        lines.insert(name.clone(), line);
+                    }
+                    values.insert(name, x);
                 }
             }
             chapters.insert(chapter.slug.clone(), values);
+            all_lines.insert(chapter.slug.clone(), lines);
         }
-        ValueIndex { chapters }
+        ValueIndex {
+            chapters,
+            lines: all_lines,
+        }
+    }
+
+    /// Where `name` (as quoted from `slug`) was recorded, if the run said.
+    pub fn source(&self, slug: &str, name: &str) -> Option<Source> {
+        let (chapter, local) = name.split_once('/').unwrap_or((slug, name));
+        let line = *self.lines.get(chapter)?.get(local)?;
+        Some(Source {
+            chapter: chapter.to_string(),
+            line,
+            local: chapter == slug,
+        })
     }
 
     /// All values of one chapter, by flattened name (for templates).
@@ -138,7 +178,10 @@ pub fn bind(series: &Series) -> (Vec<Vec<Binding>>, Vec<Diagnostic>) {
                 continue;
             }
             match index.get(&chapter.slug, &quote.name) {
-                Ok(value) => bindings.push(bind_one(quote, value)),
+                Ok(value) => {
+                    let source = index.source(&chapter.slug, &quote.name);
+                    bindings.push(with_source(bind_one(quote, value), source));
+                }
                 Err(d) => {
                     errors.push(d.at(chapter.location(quote.name_span.clone())));
                     bindings.push(unbound(chapter, quote));
@@ -148,6 +191,29 @@ pub fn bind(series: &Series) -> (Vec<Vec<Binding>>, Vec<Diagnostic>) {
         all.push(bindings);
     }
     (all, errors)
+}
+
+/// Adds the recording line to a binding and to its hover text (in the page's language, as the
+/// rest of it).
+fn with_source(mut binding: Binding, source: Option<Source>) -> Binding {
+    if let Some(source) = &source {
+        let _ = write!(binding.title, "；{}", source_text(source));
+    }
+    binding.source = source;
+    binding
+}
+
+/// Where a value was recorded, in the words of the page: `记录于第 12 行` (this chapter) or
+/// `记录于 other 第 12 行`.
+pub fn source_text(source: &Source) -> String {
+    if source.local {
+        format!("记录于第 {} 行（点击查看代码）", source.line)
+    } else {
+        format!(
+            "记录于 {} 第 {} 行（点击查看代码）",
+            source.chapter, source.line
+        )
+    }
 }
 
 fn unbound(chapter: &Chapter, quote: &QuoteSyntax) -> Binding {
@@ -160,6 +226,7 @@ fn unbound(chapter: &Chapter, quote: &QuoteSyntax) -> Binding {
         rerun: None,
         formatted: text.to_string(),
         rule: rule_text(quote.tolerance, &quote.number),
+        source: None,
     }
 }
 
@@ -186,6 +253,7 @@ pub fn bind_one(quote: &QuoteSyntax, rerun: f64) -> Binding {
         rerun: Some(rerun),
         formatted,
         rule,
+        source: None,
     }
 }
 
@@ -605,6 +673,44 @@ mod tests {
             );
             assert!(bind_one(&quote, 1.0).title.ends_with(rule), "{text}");
         }
+    }
+
+    /// The hover text is entirely in the page's language, the line that recorded the value
+    /// included: once the numbers are out, no Latin letter is left (issue 16, item 2).
+    #[test]
+    fn the_hover_text_and_its_source_line_speak_the_page_language() {
+        let source = Source {
+            chapter: "why".into(),
+            line: 12,
+            local: true,
+        };
+        for text in [
+            "[0.12]{=a}",
+            "[7]{=a}",
+            "[0.13]{=a ±0.01}",
+            "[0.13]{=a ~10%}",
+            "[40]{=a >=10}",
+            "[0.1]{=a <=0.2}",
+            "[2.1]{=a 1.7..2.4}",
+        ] {
+            let binding = with_source(bind_one(&q(text), 1.0), Some(source.clone()));
+            assert!(
+                binding.title.ends_with("；记录于第 12 行（点击查看代码）"),
+                "{}",
+                binding.title
+            );
+            assert!(
+                !binding.title.chars().any(|c| c.is_ascii_alphabetic()),
+                "{text}: {}",
+                binding.title
+            );
+            assert_eq!(binding.source.as_ref(), Some(&source));
+        }
+        let other = Source {
+            local: false,
+            ..source
+        };
+        assert_eq!(source_text(&other), "记录于 why 第 12 行（点击查看代码）");
     }
 
     #[test]

@@ -47,7 +47,7 @@ pub fn body_html(inputs: &PageInputs<'_>) -> String {
         enclosing.update(piece);
         match enclosing.plain_text(inputs, piece) {
             Some(text) => Event::Text(text.into()),
-            None => piece_event(inputs, &numbering, piece),
+            None => piece_event(inputs, &numbering, piece, enclosing.links > 0),
         }
     });
     html::push_html(&mut out, events);
@@ -146,8 +146,8 @@ pub fn headings_html(inputs: &PageInputs<'_>) -> Vec<String> {
                 ),
                 _,
             ) => {}
-            (piece, Some((_, events))) => match piece_event(inputs, &numbering, piece) {
-                // A TOC entry is itself a link: references and citations stay out of it.
+            // A TOC entry is itself a link: quotes stay spans, references and citations out.
+            (piece, Some((_, events))) => match piece_event(inputs, &numbering, piece, true) {
                 Event::InlineHtml(h)
                     if h.starts_with("<a class=\"xref\"")
                         || h.starts_with("<a class=\"citation\"") => {}
@@ -198,10 +198,13 @@ impl<'a> Numbering<'a> {
     }
 }
 
+/// One piece as an HTML event; `in_link` says it stands in a link's text, where a quote keeps
+/// its hover text but cannot be a link itself (nested links are invalid HTML).
 fn piece_event(
     inputs: &PageInputs<'_>,
     numbering: &Numbering<'_>,
     piece: &Piece,
+    in_link: bool,
 ) -> Event<'static> {
     match piece {
         Piece::Event(event @ Event::Start(Tag::Link { .. } | Tag::Image { .. })) => {
@@ -221,7 +224,15 @@ fn piece_event(
         Piece::Cite(i) => {
             Event::InlineHtml(inputs.citations.get(*i).cloned().unwrap_or_default().into())
         }
-        Piece::Quote(i) => Event::InlineHtml(quote_html(&inputs.bindings[*i]).into()),
+        Piece::Quote(i) => {
+            let binding = &inputs.bindings[*i];
+            let href = binding
+                .source
+                .as_ref()
+                .filter(|_| !in_link)
+                .map(|s| source_href(inputs.base_path, s));
+            Event::InlineHtml(quote_html(binding, href.as_deref()).into())
+        }
         Piece::HeadingStart(i) => {
             let h = &inputs.doc.headings[*i];
             let id = escape(&h.id);
@@ -293,7 +304,6 @@ pub fn highlight_jobs(doc: &Doc) -> Vec<(String, &str)> {
     let experiments = doc
         .experiments
         .iter()
-        .filter(|exp| !exp.options.hide)
         .map(|exp| (exp.display_code(), "rust"));
     code.chain(experiments).collect()
 }
@@ -370,26 +380,44 @@ fn ref_html(r: &crate::markdown::refs::CrossRef, resolved: Option<&xref::Resolve
     }
 }
 
-fn quote_html(binding: &Binding) -> String {
+/// A quoted number: a link to the code line that recorded it when that is known (`href`),
+/// otherwise a span; the title is the hover text either way.
+fn quote_html(binding: &Binding, href: Option<&str>) -> String {
     let class = match binding.status {
         crate::quotes::Status::Ok => "quote",
         crate::quotes::Status::Drift => "quote drift",
         crate::quotes::Status::Unbound => "quote unbound",
     };
+    let (tag, href) = match href {
+        Some(href) => ("a", format!(" href=\"{}\"", escape(href))),
+        None => ("span", String::new()),
+    };
     format!(
-        "<span class=\"{class}\" data-name=\"{name}\" title=\"{title}\">{shown}</span>",
+        "<{tag} class=\"{class}\"{href} data-name=\"{name}\" title=\"{title}\">{shown}</{tag}>",
         name = escape(&binding.name),
         title = escape(&binding.title),
         shown = escape(&binding.shown)
     )
 }
 
+/// The id of the element holding Markdown line `line` of an experiment block's code.
+pub fn line_id(line: usize) -> String {
+    format!("L{line}")
+}
+
+/// The link to the code line that recorded a value: on this page, or on its chapter's page.
+pub fn source_href(base_path: &str, source: &crate::quotes::Source) -> String {
+    let page = if source.local {
+        String::new()
+    } else {
+        crate::render::chapter_url(base_path, &source.chapter)
+    };
+    format!("{page}#{}", line_id(source.line))
+}
+
 fn experiment_html(inputs: &PageInputs<'_>, numbering: &Numbering<'_>, exp: &Experiment) -> String {
     let hidden = if exp.options.hide { " hidden-code" } else { "" };
-    let mut out = String::new();
-    if !exp.options.hide {
-        out.push_str(&experiment_code_html(inputs, exp));
-    }
+    let mut out = experiment_code_html(inputs, exp);
     let block = inputs.run.and_then(|run| run.blocks.get(exp.index));
     if let Some(block) = block.filter(|_| !exp.options.no_output) {
         out.push_str(&output_html(block));
@@ -408,12 +436,9 @@ fn experiment_html(inputs: &PageInputs<'_>, numbering: &Numbering<'_>, exp: &Exp
             }
         }
     }
-    // A hidden block that printed and drew nothing keeps its anchor but shows no empty box.
-    let body = if out.is_empty() {
-        out
-    } else {
-        format!("\n{out}")
-    };
+    // A hidden block that printed and drew nothing keeps its anchor but shows no empty box: its
+    // only child is then its hidden source, and the stylesheet hides such a section.
+    let body = format!("\n{out}");
     format!(
         "<section class=\"experiment{hidden}\" id=\"experiment-{}\">{body}</section>\n",
         exp.index + 1
@@ -422,15 +447,18 @@ fn experiment_html(inputs: &PageInputs<'_>, numbering: &Numbering<'_>, exp: &Exp
 
 /// The code of a block: hidden `# ` lines are on the page too, in `span.boring` that the
 /// stylesheet hides until the reader reveals them (as mdBook does); a long or `fold` block sits
-/// in a `<details>`, which folds without JavaScript.
+/// in a `<details>`, which folds without JavaScript. Each line is a `span.code-line` whose id
+/// names its Markdown line, so a quoted number can link to the line that recorded it.
+///
+/// A `hide` block's code is on the page as well, in a `hidden` element that only following
+/// such a link reveals (attnbook.js): the reader who asks where a number came from sees it.
 fn experiment_code_html(inputs: &PageInputs<'_>, exp: &Experiment) -> String {
     let highlighted = highlighted_rust(inputs.highlighter, &exp.display_code());
-    let code = if exp.lines.iter().all(|l| l.shown) {
-        highlighted
-    } else {
-        mark_hidden_lines(&highlighted, exp)
-    };
+    let code = mark_lines(&highlighted, exp);
     let pre = format!("<pre><code class=\"language-rust\">{code}</code></pre>");
+    if exp.options.hide {
+        return format!("<div class=\"experiment-code source-only\" hidden>{pre}</div>\n");
+    }
     match fold_summary(exp, inputs.fold_lines) {
         Some(summary) => format!(
             "<div class=\"experiment-code\"><details class=\"fold\"><summary>{}</summary>{pre}</details></div>\n",
@@ -453,19 +481,22 @@ fn fold_summary(exp: &Experiment, fold_lines: Option<usize>) -> Option<String> {
     }
 }
 
-/// Wraps each hidden line of highlighted code (one line of HTML per line of
-/// [`Experiment::display_code`]) in `span.boring`, newline included, so hiding it leaves no
+/// Wraps each line of highlighted code (one line of HTML per line of
+/// [`Experiment::display_code`]) in `span.code-line` with the id of its Markdown line, and
+/// each hidden line in `span.boring` around that, newline included, so hiding it leaves no
 /// blank line.
-fn mark_hidden_lines(highlighted: &str, exp: &Experiment) -> String {
+fn mark_lines(highlighted: &str, exp: &Experiment) -> String {
     let lines = self_contained_lines(highlighted);
     let last = lines.len().saturating_sub(1);
-    let mut out = String::with_capacity(highlighted.len() + 64);
+    let mut out = String::with_capacity(highlighted.len() + 40 * lines.len());
     for (i, (html, line)) in lines.iter().zip(&exp.lines).enumerate() {
         let newline = if i < last { "\n" } else { "" };
+        let id = line_id(line.line);
+        let marked = format!("<span class=\"code-line\" id=\"{id}\">{html}{newline}</span>");
         if line.shown {
-            let _ = write!(out, "{html}{newline}");
+            out.push_str(&marked);
         } else {
-            let _ = write!(out, "<span class=\"boring\">{html}{newline}</span>");
+            let _ = write!(out, "<span class=\"boring\">{marked}</span>");
         }
     }
     out
@@ -646,12 +677,18 @@ mod tests {
     fn hidden_lines_are_on_the_page_in_boring_spans_and_still_highlighted() {
         let exp = experiment(&[("let a = 1;", false), ("let b = a;", true)], Fold::Auto);
         let code = exp.display_code();
-        let html = mark_hidden_lines(&highlight::highlight(&code, "rust").unwrap(), &exp);
-        let boring = html.strip_prefix("<span class=\"boring\">").unwrap();
-        let (hidden, shown) = boring.split_once("\n</span>").unwrap();
+        let html = mark_lines(&highlight::highlight(&code, "rust").unwrap(), &exp);
+        let boring = html
+            .strip_prefix("<span class=\"boring\"><span class=\"code-line\" id=\"L1\">")
+            .unwrap();
+        let (hidden, shown) = boring.split_once("\n</span></span>").unwrap();
         assert!(hidden.contains("hl-storage"), "{html}");
         assert!(hidden.contains("1") && !shown.contains("boring"), "{html}");
         assert!(shown.contains("b</span>") || shown.contains("b "), "{html}");
+        assert!(
+            shown.starts_with("<span class=\"code-line\" id=\"L2\">"),
+            "every line has the id of its Markdown line: {html}"
+        );
     }
 
     #[test]

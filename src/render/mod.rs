@@ -13,6 +13,7 @@ pub mod math;
 pub mod search;
 pub mod taxonomy;
 pub mod tex_text;
+pub mod verification;
 pub mod xref;
 
 use std::path::Path;
@@ -27,7 +28,7 @@ use crate::lab::RunMeta;
 use crate::markdown::Heading;
 use taxonomy::{Kind, TermLink};
 
-const DEFAULT_TEMPLATES: [(&str, &str); 9] = [
+const DEFAULT_TEMPLATES: [(&str, &str); 10] = [
     (
         "taxonomy.html",
         include_str!("../../templates/taxonomy.html"),
@@ -43,6 +44,10 @@ const DEFAULT_TEMPLATES: [(&str, &str); 9] = [
     ("base.html", include_str!("../../templates/base.html")),
     ("index.html", include_str!("../../templates/index.html")),
     ("chapter.html", include_str!("../../templates/chapter.html")),
+    (
+        "verification.html",
+        include_str!("../../templates/verification.html"),
+    ),
 ];
 
 /// Loads the templates: embedded defaults, overridden by `root/templates/*.html`.
@@ -118,6 +123,8 @@ pub struct SiteView<'a> {
     search: bool,
     /// `[highlight] enabled`: the highlighting stylesheet.
     highlight: bool,
+    /// `[verification] enabled`: the verification page, linked from every run footer.
+    verification: bool,
 }
 
 impl<'a> SiteView<'a> {
@@ -132,6 +139,7 @@ impl<'a> SiteView<'a> {
             base_path: config.base_path(),
             search: config.search.enabled,
             highlight: config.highlight.enabled,
+            verification: config.verification.enabled,
         }
     }
 }
@@ -245,6 +253,8 @@ struct RunView<'a> {
     toolchain: &'a str,
     seed: u64,
     duration: String,
+    cpu: &'a str,
+    isa: String,
 }
 
 /// The TOC: h2 entries with their h3 children.
@@ -273,6 +283,19 @@ fn run_view(meta: &RunMeta) -> RunView<'_> {
         toolchain: &meta.toolchain,
         seed: meta.seed,
         duration: format!("{:.1} 秒", meta.duration_ms as f64 / 1000.0),
+        cpu: &meta.cpu,
+        isa: isa_name(&meta.isa),
+    }
+}
+
+/// The instruction set of a run as readers know it: `AVX-512`, `AVX2`, or the portable kernels.
+pub fn isa_name(level: &str) -> String {
+    match level {
+        "avx512" => "AVX-512".to_string(),
+        "avx2" => "AVX2".to_string(),
+        "portable" => "可移植内核（未用 AVX）".to_string(),
+        "" => "未知".to_string(),
+        other => other.to_string(),
     }
 }
 

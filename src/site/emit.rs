@@ -54,6 +54,15 @@ pub(super) fn render_site(
         Ok(pages) => files.extend(pages),
         Err(d) => errors.push(d),
     }
+    if series.config.verification.enabled {
+        match render::verification::page(&tera, series) {
+            Ok(page) => files.push((
+                PathBuf::from(render::verification::PAGE_PATH),
+                page.into_bytes(),
+            )),
+            Err(d) => errors.push(d),
+        }
+    }
     let pages = [("404.html", render::not_found_page(&tera, series))]
         .into_iter()
         .chain(["atom.xml", "sitemap.xml"].map(|t| (t, render::feed(&tera, series, t))));

@@ -2,7 +2,11 @@
 /*
  * Real-browser checks of a built attnbook site.
  *
- *   node tests/browser/run.mjs SITE_DIR
+ *   node tests/browser/run.mjs SITE_DIR [PROVENANCE_SITE_DIR]
+ *
+ * PROVENANCE_SITE_DIR, if given, is tests/fixtures/provenance built the same way: its quotes
+ * are recorded in a folded block, on a hidden `# ` line and in a `hide` block, which the series
+ * itself may not have; it is served by a second server.
  *
  * SITE_DIR must have been built with a base URL whose path is /series/ (tests/browser/run.sh does
  * that). A static HTTP server (node:http, no dependency) serves it on 127.0.0.1 at an ephemeral
@@ -264,6 +268,73 @@ const DESCRIBE_FN = `
   }
 `;
 
+// In-page: the bound quotes of a page, each with its link, and the quotes that do not link.
+const QUOTES_FN = `
+  () => {
+    const quotes = [...document.querySelectorAll("article .quote:not(.unbound)")];
+    const unlinked = quotes.filter((q) => q.tagName !== "A" || !q.getAttribute("href"));
+    const where = (line) => {
+      if (!line) return "missing";
+      if (line.closest(".source-only")) return "hide block";
+      if (line.closest(".boring")) return "hidden line";
+      if (line.closest("details.fold:not([open])")) return "folded block";
+      return "shown line";
+    };
+    const linked = quotes.filter((q) => q.tagName === "A" && (q.getAttribute("href") || "").startsWith("#L"));
+    return {
+      count: quotes.length,
+      unlinked: unlinked.map((q) => q.outerHTML.slice(0, 120)),
+      local: linked.map((q, i) => ({ index: i, href: q.getAttribute("href"), where: where(document.getElementById(q.getAttribute("href").slice(1))) })),
+    };
+  }
+`;
+
+/**
+ * Clicks the `index`-th quote of the page that links within it (or taps it on a touch screen:
+ * `tap` shows the tip first, whose link is then tapped) and checks that the line it names ends
+ * up marked `is-target`, rendered and inside the viewport.
+ */
+async function followQuote(page, index, { tap = false } = {}) {
+  const quote = page.locator("article a.quote[href^='#L']").nth(index);
+  const href = await quote.getAttribute("href");
+  const hashBefore = await page.evaluate(() => location.hash);
+  if (tap) {
+    await quote.tap();
+    const tip = page.locator(".quote-tip");
+    await tip.waitFor({ state: "visible", timeout: 3000 });
+    const text = await tip.textContent();
+    assert(/实验值/.test(text), `the tip shows the hover text, got "${text}"`);
+    const hashAfterTap = await page.evaluate(() => location.hash);
+    assert(hashAfterTap === hashBefore, `the first tap followed the link (hash ${hashAfterTap})`);
+    await tip.locator("a").tap();
+  } else {
+    await quote.click();
+  }
+  const state = await pollUntil(async () => {
+    const s = await page.evaluate((id) => {
+      const line = document.getElementById(id);
+      if (!line) return { missing: true };
+      const r = line.getBoundingClientRect();
+      return {
+        target: line.classList.contains("is-target"),
+        visible: line.checkVisibility ? line.checkVisibility() : r.width > 0,
+        inView: r.width > 0 && r.height > 0 && r.top >= 0 && r.bottom <= window.innerHeight,
+        hash: location.hash,
+        background: getComputedStyle(line).backgroundColor,
+      };
+    }, href.slice(1));
+    return s.missing || (s.target && s.visible && s.inView) ? s : null;
+  }, 5000) || (await page.evaluate((id) => {
+    const line = document.getElementById(id);
+    const r = line ? line.getBoundingClientRect() : null;
+    return { target: !!line && line.classList.contains("is-target"), visible: !!line && line.checkVisibility(), rect: r && [r.top, r.bottom, r.width] };
+  }, href.slice(1)));
+  assert(!state.missing, `${href}: no element with that id`);
+  assert(state.target && state.visible && state.inView, `${href}: line not highlighted and visible: ${JSON.stringify(state)}`);
+  assert(state.background !== "rgba(0, 0, 0, 0)", `${href}: the highlighted line has no background`);
+  return href;
+}
+
 // ------------------------------------------------------------------------------------------------
 // The checks
 // ------------------------------------------------------------------------------------------------
@@ -284,6 +355,8 @@ async function discover(siteDir) {
 
 async function main() {
   const siteDir = process.argv[2];
+  const provenanceRoot = process.argv[3] ? path.resolve(process.argv[3]) : null;
+  const extraServers = [];
   if (!siteDir) {
     console.error("usage: node tests/browser/run.mjs SITE_DIR");
     process.exit(2);
@@ -303,6 +376,10 @@ async function main() {
   const cleanup = async () => {
     if (browser) await browser.close().catch(() => {});
     browser = null;
+    for (const extra of extraServers.splice(0)) {
+      extra.closeAllConnections?.();
+      await new Promise((r) => extra.close(() => r()));
+    }
     if (server) {
       server.closeAllConnections?.();
       await new Promise((r) => server.close(() => r()));
@@ -562,6 +639,35 @@ async function main() {
             });
           }
           await page.close();
+        }
+      } finally {
+        await ctx.close();
+      }
+    }
+
+    // -------- provenance: every bound quote links to its recording line; following one shows it
+    {
+      const ctx = await newContext();
+      try {
+        for (const slug of chapters) {
+          await check(`provenance ${slug}: every bound quote links; clicking one highlights its line in view`, async () => {
+            const page = await ctx.newPage();
+            try {
+              const problems = watch(page);
+              await goto(page, pageUrl(slug));
+              const q = await page.evaluate(eval(QUOTES_FN));
+              if (q.count === 0) return; // a chapter that quotes nothing has nothing to link
+              assert(q.unlinked.length === 0, `quotes without a link: ${q.unlinked.slice(0, 3).join(" | ")}`);
+              assert(q.local.length > 0, "no quote links to a line of this page");
+              // Prefer a line that hides (a fold, a hidden line, a hide block): the harder case.
+              const pick = q.local.find((l) => l.where !== "shown line") || q.local[0];
+              assert(pick.where !== "missing", `${pick.href}: no such line on the page`);
+              await followQuote(page, pick.index);
+              assert(problems.length === 0, problems.join("; "));
+            } finally {
+              await page.close();
+            }
+          });
         }
       } finally {
         await ctx.close();
@@ -1016,6 +1122,57 @@ async function main() {
     });
 
     // -------- (h) 404
+    if (provenanceRoot) {
+      const p = await startServer(provenanceRoot);
+      extraServers.push(p.server);
+      const fixtureUrl = `${p.origin}${PREFIX}src/`;
+      for (const where of ["folded block", "hidden line", "hide block"]) {
+        await check(`provenance fixture: a quote recorded in a ${where} opens it and highlights the line`, async () => {
+          const ctx = await newContext();
+          try {
+            const page = await ctx.newPage();
+            const problems = watch(page);
+            await goto(page, fixtureUrl);
+            const q = await page.evaluate(eval(QUOTES_FN));
+            const pick = q.local.find((l) => l.where === where);
+            assert(pick, `no quote recorded in a ${where}: ${JSON.stringify(q.local)}`);
+            await followQuote(page, pick.index);
+            assert(problems.length === 0, problems.join("; "));
+          } finally {
+            await ctx.close();
+          }
+        });
+      }
+      await check("provenance fixture on a phone: a tap shows the tooltip, its link opens the line", async () => {
+        const ctx = await newContext({ viewport: PHONE, hasTouch: true, isMobile: true });
+        try {
+          const page = await ctx.newPage();
+          await goto(page, fixtureUrl);
+          const q = await page.evaluate(eval(QUOTES_FN));
+          const pick = q.local.find((l) => l.where === "folded block") || q.local[0];
+          await followQuote(page, pick.index, { tap: true });
+        } finally {
+          await ctx.close();
+        }
+      });
+      await check("verification page: lists every quote and pinned output with its verdict", async () => {
+        const ctx = await newContext();
+        try {
+          const page = await ctx.newPage();
+          await goto(page, `${p.origin}${PREFIX}src/`);
+          await page.locator("footer.run-meta a.verification-link").click();
+          await page.waitForURL(/\/verification\/$/);
+          const rows = await page.evaluate(() =>
+            [...document.querySelectorAll("table.verification-table tbody tr")].map((r) => r.className),
+          );
+          assert(rows.length >= 10, `${rows.length} rows`);
+          assert(rows.includes("verdict-drift") && rows.includes("verdict-ok"), rows.join(","));
+        } finally {
+          await ctx.close();
+        }
+      });
+    }
+
     await check("404: a missing page under /series/ gets 404.html with the site header", async () => {
       const ctx = await newContext({ viewport: DESKTOP });
       try {

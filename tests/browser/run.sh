@@ -42,5 +42,11 @@ if [ ! -d "$here/node_modules/playwright-core" ]; then
   npm ci --prefix "$here" --no-audit --no-fund --loglevel=error >/dev/null
 fi
 
+# A fixture whose quotes are recorded in a folded block, on a hidden line and in a hide block.
+provenance="$work/provenance"
+cp -r "$root/tests/fixtures/provenance" "$work/provenance-src"
+"$bin" --root "$work/provenance-src" build --base-url http://127.0.0.1/series/ --out "$provenance" \
+  || die "building tests/fixtures/provenance failed (see above)"
+
 echo "== browser checks"
-node "$here/run.mjs" "$site"
+node "$here/run.mjs" "$site" "$provenance"

@@ -27,6 +27,14 @@ pub const RESULT_ENV: [&str; 1] = ["ATTNBOOK_PORTABLE_SIMD"];
 /// The byte the generator answers a [`BlockStart`] frame with.
 pub const ACK: u8 = 0x06;
 
+/// The version of the results format. The generator keys its experiment cache by it, so results
+/// cached in an older format are rerun rather than read with fields missing. Bump it whenever
+/// [`ChapterResults`] or what it holds changes meaning.
+///
+/// Version 2 added the recording line of every value ([`Value::file`], [`Value::line`]) and
+/// the instruction set of the run ([`ChapterResults::isa`]).
+pub const FORMAT_VERSION: u32 = 2;
+
 /// The frame announcing that a block starts: its index as 4 little-endian bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BlockStart(pub u32);
@@ -63,6 +71,10 @@ pub struct ChapterResults {
     pub figures: Vec<Figure>,
     /// Set when a block panicked; the run stopped there.
     pub panic: Option<Panic>,
+    /// The instruction set the attention core's kernels ran with (`attention::kernel_level()`:
+    /// `avx512`, `avx2` or `portable`); empty from a runtime that does not say.
+    #[serde(default)]
+    pub isa: String,
 }
 
 /// A recorded value: a scalar (`shape == []`), a vector or a matrix, row-major.
@@ -78,6 +90,15 @@ pub struct Value {
     pub data: Vec<Number>,
     /// Machine-dependent (timings): the generator keeps the cached value until `--rerun`.
     pub volatile: bool,
+    /// Source file of the `lab.value` (or `lab.bench`) call that recorded it, as
+    /// `#[track_caller]` reports it: the generated chapter binary (`src/bin/NAME.rs`) for a call
+    /// in a block; empty from a runtime that does not say.
+    #[serde(default)]
+    pub file: String,
+    /// 1-based line of that call in `file` (0: unknown). The generator maps it back to the
+    /// Markdown line, so the page can link the value to the line that recorded it.
+    #[serde(default)]
+    pub line: u32,
 }
 
 /// A recorded table of preformatted cells.

@@ -35,6 +35,7 @@ impl Lab {
             results: ChapterResults {
                 chapter: chapter.to_owned(),
                 seed,
+                isa: attention::kernel_level().to_owned(),
                 ..ChapterResults::default()
             },
             rng: StdRng::seed_from_u64(seed),
@@ -171,16 +172,22 @@ impl Lab {
         self.results
     }
 
+    /// Records a value at the location of the public call that leads here: every function
+    /// between that call and this one is `#[track_caller]`, so the location is the line in
+    /// the block (or in an author's `#[track_caller]` helper's caller), which the page links to.
     #[track_caller]
     fn record_value(&mut self, name: &str, shape: Vec<usize>, data: Vec<f64>, volatile: bool) {
         fail(check_name(name).map_err(|e| format!("value name: {e}")));
         fail(self.value_names.insert(name, shape.len()));
+        let at = std::panic::Location::caller();
         self.results.values.push(Value {
             name: name.to_owned(),
             block: self.block,
             shape,
             data: data.into_iter().map(Number).collect(),
             volatile,
+            file: at.file().to_owned(),
+            line: at.line(),
         });
     }
 }

@@ -198,3 +198,35 @@ fn the_rng_is_usable_from_blocks() {
     let scores = additive.scores(&lab.randn(4), &lab.randn((3, 4)));
     assert_eq!(scores.len(), 3);
 }
+
+/// An author's helper that records on its caller's behalf: with `#[track_caller]` the value is
+/// attributed to the line that calls the helper.
+#[track_caller]
+fn record_twice(lab: &mut Lab, name: &str, x: f64) {
+    lab.value(name, x * 2.0);
+}
+
+/// Every value carries the file and line of the call that recorded it (issue 16, item 2):
+/// `lab.value`, `lab.bench`, and a `#[track_caller]` helper, whose caller's line counts.
+#[test]
+fn values_carry_the_line_that_recorded_them() {
+    let mut lines = Vec::new();
+    let results = run_chapter("lines", 1, |lab| {
+        lab.begin_block(0);
+        lines.push(line!() + 1);
+        lab.value("plain", 1.0);
+        lines.push(line!() + 1);
+        lab.bench("timed", || 1 + 1);
+        lines.push(line!() + 1);
+        record_twice(lab, "helped", 2.0);
+    });
+    for (name, line) in ["plain", "timed", "helped"].iter().zip(&lines) {
+        let v = value(&results, name);
+        assert_eq!((v.file.as_str(), v.line), (file!(), *line), "{name}");
+    }
+    assert!(
+        ["avx512", "avx2", "portable"].contains(&results.isa.as_str()),
+        "the run names its instruction set: {:?}",
+        results.isa
+    );
+}

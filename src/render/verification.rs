@@ -1,0 +1,177 @@
+//! The verification page (`verification/index.html`): every quoted number and every pinned
+//! output of the site, each with what the prose says, what the rerun gave, the rule and the
+//! verdict, chapter by chapter under the toolchain, processor and date of the chapter's run.
+//!
+//! It is the page a reader opens to check the claim of the footer ("every number comes from a
+//! rerun experiment") without building the site: the same verdicts `verify` gives, in the
+//! page's language.
+
+use serde::Serialize;
+use tera::Tera;
+
+use super::{MetaView, RunView, SiteView, chapter_url, html, run_view, site_meta, template_error};
+use crate::content::{Chapter, Series};
+use crate::diagnostic::Diagnostic;
+use crate::quotes::{self, Status, output};
+
+/// Where the page is written, relative to the output directory.
+pub const PAGE_PATH: &str = "verification/index.html";
+
+/// One quote or pinned output.
+#[derive(Serialize)]
+struct Row {
+    /// `引用` (a quoted number) or `输出` (a pinned output).
+    kind: &'static str,
+    /// Its Markdown line.
+    line: usize,
+    quoted: String,
+    rerun: String,
+    rule: String,
+    /// `ok`, `drift` or `unbound`: a class for the stylesheet.
+    status: &'static str,
+    /// The verdict in words.
+    verdict: &'static str,
+    /// The code that recorded it: a line of a block, or the block of a pinned output.
+    source: Option<String>,
+}
+
+/// The rows of one chapter.
+#[derive(Serialize)]
+struct ChapterRows<'a> {
+    title: &'a str,
+    number_label: String,
+    url: String,
+    run: Option<RunView<'a>>,
+    rows: Vec<Row>,
+}
+
+/// Counts over the whole site.
+#[derive(Serialize, Default)]
+struct Totals {
+    quotes: usize,
+    quotes_ok: usize,
+    quotes_drift: usize,
+    quotes_unbound: usize,
+    outputs: usize,
+    outputs_ok: usize,
+    outputs_differ: usize,
+}
+
+/// Renders the verification page of a bound series.
+pub fn page(tera: &Tera, series: &Series) -> Result<String, Diagnostic> {
+    let site = SiteView::new(&series.config);
+    let mut totals = Totals::default();
+    let chapters: Vec<ChapterRows<'_>> = series
+        .chapters
+        .iter()
+        .map(|c| chapter_rows(c, &site.base_path, &mut totals))
+        .filter(|c| !c.rows.is_empty())
+        .collect();
+    let meta: MetaView = site_meta(
+        &site,
+        format!("数字核对 · {}", site.title),
+        format!("{}verification/", site.base_url),
+    );
+    let mut context = tera::Context::new();
+    context.insert("site", &site);
+    context.insert("meta", &meta);
+    context.insert("chapters", &chapters);
+    context.insert("totals", &totals);
+    tera.render("verification.html", &context)
+        .map_err(|e| template_error(&e, "verification.html"))
+}
+
+fn chapter_rows<'a>(chapter: &'a Chapter, base_path: &str, totals: &mut Totals) -> ChapterRows<'a> {
+    let url = chapter_url(base_path, &chapter.slug);
+    let mut rows: Vec<Row> = chapter
+        .doc
+        .quotes
+        .iter()
+        .zip(&chapter.bindings)
+        .map(|(quote, binding)| {
+            count_quote(totals, binding.status);
+            quote_row(chapter, quote, binding, base_path)
+        })
+        .collect();
+    rows.extend(output_rows(chapter, &url, totals));
+    rows.sort_by_key(|r| r.line);
+    ChapterRows {
+        title: &chapter.front.title,
+        number_label: format!("{:02}", chapter.front.number),
+        url,
+        run: chapter.run.as_ref().map(|r| run_view(&r.meta)),
+        rows,
+    }
+}
+
+fn count_quote(totals: &mut Totals, status: Status) {
+    totals.quotes += 1;
+    match status {
+        Status::Ok => totals.quotes_ok += 1,
+        Status::Drift => totals.quotes_drift += 1,
+        Status::Unbound => totals.quotes_unbound += 1,
+    }
+}
+
+fn quote_row(
+    chapter: &Chapter,
+    quote: &quotes::syntax::QuoteSyntax,
+    binding: &quotes::Binding,
+    base_path: &str,
+) -> Row {
+    let (status, verdict) = match binding.status {
+        Status::Ok => ("ok", "一致"),
+        Status::Drift => ("drift", "偏离"),
+        Status::Unbound => ("unbound", "未知的值"),
+    };
+    Row {
+        kind: "引用",
+        line: chapter.location(quote.number.span.clone()).line,
+        quoted: chapter.source[quote.number.span.clone()].to_string(),
+        rerun: binding.rerun.map(quotes::full).unwrap_or_default(),
+        rule: quotes::page_rule_text(quote.tolerance, &quote.number),
+        status,
+        verdict,
+        source: binding.source.as_ref().map(|s| {
+            format!(
+                "{}#{}",
+                chapter_url(base_path, &s.chapter),
+                html::line_id(s.line)
+            )
+        }),
+    }
+}
+
+/// The pinned outputs of a chapter, compared with the rerun as `verify` compares them.
+fn output_rows(chapter: &Chapter, url: &str, totals: &mut Totals) -> Vec<Row> {
+    let Some(run) = &chapter.run else {
+        return Vec::new();
+    };
+    let mut rows = Vec::new();
+    for exp in &chapter.doc.experiments {
+        let Some(pinned) = &exp.pinned else { continue };
+        let fresh = run
+            .blocks
+            .get(exp.index)
+            .map(|b| crate::text::strip_ansi(&b.stdout).into_owned())
+            .unwrap_or_default();
+        let ok = output::matches(&pinned.text, &fresh);
+        totals.outputs += 1;
+        if ok {
+            totals.outputs_ok += 1;
+        } else {
+            totals.outputs_differ += 1;
+        }
+        rows.push(Row {
+            kind: "输出",
+            line: pinned.line,
+            quoted: pinned.text.trim_end().to_string(),
+            rerun: fresh.trim_end().to_string(),
+            rule: "逐词比较，数字按打印的位数".to_string(),
+            status: if ok { "ok" } else { "drift" },
+            verdict: if ok { "一致" } else { "不同" },
+            source: Some(format!("{url}#experiment-{}", exp.index + 1)),
+        });
+    }
+    rows
+}
