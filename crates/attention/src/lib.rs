@@ -17,6 +17,7 @@
 //!    past weights.
 //! 7. `metrics`, `loss` - entropy and friends; cross-entropy against a target alignment.
 //! 8. `grad` - backward passes, so a scorer can be trained with SGD.
+//! 9. `window`, `linear` - attention at length: a sliding window; linear attention (`elu + 1`).
 //!
 //! The fast paths compute the same formulas, written for speed (numbers in
 //! `docs/performance.md`):
@@ -52,6 +53,7 @@ mod float;
 mod fused;
 mod grad;
 mod init;
+mod linear;
 mod local;
 mod loss;
 mod mask;
@@ -62,6 +64,7 @@ mod simd;
 mod softmax;
 #[cfg(test)]
 mod test_util;
+mod window;
 
 pub use additive::{Additive, Precomputed};
 pub use attend::{attend, scaled_dot_product_attention, try_scaled_dot_product_attention};
@@ -72,6 +75,9 @@ pub use float::Float;
 pub use fused::{dot_softmax, scaled_dot_softmax};
 pub use grad::{AdditiveGrads, GeneralGrads, general_scores_backward, softmax_backward};
 pub use init::{randn1, randn2, xavier_normal, xavier_uniform};
+pub use linear::{
+    elu_feature_map, linear_attention, linear_attention_weights, try_linear_attention,
+};
 pub use local::{local_attention, local_window, predict_position, try_local_attention};
 pub use loss::{cross_entropy, softmax_cross_entropy_grad};
 pub use mask::{causal_mask, combine_masks, padding_mask};
@@ -82,4 +88,7 @@ pub use simd::{PORTABLE_ENV, kernel_level};
 pub use softmax::{
     log_softmax, masked_softmax, masked_softmax_rows, softmax, softmax_rows, try_softmax,
     try_softmax_rows,
+};
+pub use window::{
+    sliding_window_attention, try_sliding_window_attention, window_mask, window_range,
 };
