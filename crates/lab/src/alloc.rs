@@ -12,6 +12,7 @@
 //! cannot install another global allocator.
 
 use std::alloc::{GlobalAlloc, Layout, System};
+use std::hint::black_box;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Heap bytes allocated and not yet freed.
@@ -86,7 +87,8 @@ pub fn live_bytes() -> usize {
 /// (the bytes live when `f` starts) at any moment while it ran.
 ///
 /// What `f` allocates and frees again counts at its largest; what it returns counts too,
-/// since it is still live at the end. The count is process-wide: allocations by other threads
+/// since it is still live at the end. The result passes through [`std::hint::black_box`],
+/// so the optimiser cannot remove an allocation that is returned but never read. The count is process-wide: allocations by other threads
 /// during `f` are included (run the code under test on one thread, or count its threads in).
 /// Probes nest: an inner probe reports its own peak, and the outer one still sees a peak that
 /// happened inside it.
@@ -97,11 +99,15 @@ pub fn live_bytes() -> usize {
 /// assert!(peak >= 1 << 20);
 /// ```
 pub fn peak_alloc<R>(f: impl FnOnce() -> R) -> (R, usize) {
-    let base = LIVE.load(Ordering::Relaxed);
+    let base = LIVE.load(Ordering::SeqCst);
     // An enclosing probe must keep its peak: remember it and restore the larger one.
-    let outer = PEAK.swap(base, Ordering::Relaxed);
-    let result = f();
-    let peak = PEAK.load(Ordering::Relaxed);
-    PEAK.fetch_max(outer, Ordering::Relaxed);
+    let outer = PEAK.swap(base, Ordering::SeqCst);
+    // The optimiser knows allocator calls touch none of our memory, and removes an
+    // allocation whose contents are never read: opaque barriers keep `f`'s allocations
+    // between the two counter reads, and `black_box` on the result keeps them at all.
+    black_box(());
+    let result = black_box(f());
+    let peak = PEAK.load(Ordering::SeqCst);
+    PEAK.fetch_max(outer, Ordering::SeqCst);
     (result, peak.saturating_sub(base))
 }

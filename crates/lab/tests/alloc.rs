@@ -82,3 +82,13 @@ fn realloc_is_tracked() {
     drop(v);
     assert!(live_bytes() < before + SLACK);
 }
+
+#[test]
+fn a_returned_allocation_is_not_optimised_away() {
+    let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    // Only the length is read: without `black_box` in the probe an optimised build may
+    // remove the allocation altogether.
+    let (v, peak) = peak_alloc(|| vec![0.0f64; 1000]);
+    assert_eq!(v.len(), 1000);
+    assert!(peak >= 8000, "{peak}");
+}
