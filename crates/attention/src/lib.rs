@@ -19,6 +19,7 @@
 //! 8. `grad` - backward passes, so a scorer can be trained with SGD.
 //! 9. `block` - the Transformer layer around attention: `LayerNorm`, `FeedForward`, encoder
 //!    and decoder layers (post-LN or pre-LN), and `count_ops` to measure their cost.
+//! 10. `window`, `linear` - attention at length: a sliding window; linear attention (`elu + 1`).
 //!
 //! The fast paths compute the same formulas, written for speed (numbers in
 //! `docs/performance.md`):
@@ -55,6 +56,7 @@ mod float;
 mod fused;
 mod grad;
 mod init;
+mod linear;
 mod local;
 mod loss;
 mod mask;
@@ -65,6 +67,7 @@ mod simd;
 mod softmax;
 #[cfg(test)]
 mod test_util;
+mod window;
 
 pub use additive::{Additive, Precomputed};
 pub use attend::{attend, scaled_dot_product_attention, try_scaled_dot_product_attention};
@@ -79,6 +82,9 @@ pub use float::Float;
 pub use fused::{dot_softmax, scaled_dot_softmax};
 pub use grad::{AdditiveGrads, GeneralGrads, general_scores_backward, softmax_backward};
 pub use init::{randn1, randn2, xavier_normal, xavier_uniform};
+pub use linear::{
+    elu_feature_map, linear_attention, linear_attention_weights, try_linear_attention,
+};
 pub use local::{local_attention, local_window, predict_position, try_local_attention};
 pub use loss::{cross_entropy, softmax_cross_entropy_grad};
 pub use mask::{causal_mask, combine_masks, padding_mask};
@@ -89,4 +95,7 @@ pub use simd::{PORTABLE_ENV, kernel_level};
 pub use softmax::{
     log_softmax, masked_softmax, masked_softmax_rows, softmax, softmax_rows, try_softmax,
     try_softmax_rows,
+};
+pub use window::{
+    sliding_window_attention, try_sliding_window_attention, window_mask, window_range,
 };

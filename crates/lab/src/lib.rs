@@ -12,6 +12,7 @@
 //!
 //! Blocks get everything through [`prelude`].
 
+mod alloc;
 mod bench;
 pub mod chart;
 mod context;
@@ -22,6 +23,7 @@ mod runner;
 mod sandbox;
 mod value;
 
+pub use alloc::{live_bytes, peak_alloc};
 pub use context::Lab;
 pub use random::RandnShape;
 pub use runner::{ChapterFn, run_chapter, run_main};

@@ -19,4 +19,4 @@ pub use plotters;
 pub use plotters::style::Color as _;
 
 pub use crate::chart::{Area, Bar, Chart, ChartResult, Custom, Heatmap, Line, Panels, theme};
-pub use crate::{IntoValue, Lab, RandnShape};
+pub use crate::{IntoValue, Lab, RandnShape, peak_alloc};
