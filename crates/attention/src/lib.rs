@@ -17,6 +17,8 @@
 //!    past weights.
 //! 7. `metrics`, `loss` - entropy and friends; cross-entropy against a target alignment.
 //! 8. `grad` - backward passes, so a scorer can be trained with SGD.
+//! 9. `train` - a tiny encoder-decoder Transformer with a backward pass through every layer,
+//!    Adam and the reversal task ([`TinyTransformer`], [`Adam`], [`Reversal`]).
 //!
 //! The fast paths compute the same formulas, written for speed (numbers in
 //! `docs/performance.md`):
@@ -60,6 +62,7 @@ mod multihead;
 mod scores;
 mod simd;
 mod softmax;
+mod train;
 #[cfg(test)]
 mod test_util;
 
@@ -79,6 +82,14 @@ pub use metrics::{argmax, entropy, kl_divergence};
 pub use multihead::{MultiHead, MultiHeadOutput, concat_heads, split_heads};
 pub use scores::{Concat, dot_scores, general_scores, scaled_dot_scores};
 pub use simd::{PORTABLE_ENV, kernel_level};
+pub use train::adam::Adam;
+pub use train::model::{Decoded, ModelConfig, TinyTransformer};
+pub use train::nn::{
+    AttentionCache, AttentionGrad, Embedding, FeedForwardCache, FeedForwardGrad, LayerNormCache,
+    LayerNormGrad, Linear, Params, softmax_cross_entropy,
+};
+pub use train::positions::{PositionEncoding, Positions, sinusoidal_positions};
+pub use train::task::{Batch, Reversal};
 pub use softmax::{
     log_softmax, masked_softmax, masked_softmax_rows, softmax, softmax_rows, try_softmax,
     try_softmax_rows,
