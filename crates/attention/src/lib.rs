@@ -62,9 +62,9 @@ mod multihead;
 mod scores;
 mod simd;
 mod softmax;
-mod train;
 #[cfg(test)]
 mod test_util;
+mod train;
 
 pub use additive::{Additive, Precomputed};
 pub use attend::{attend, scaled_dot_product_attention, try_scaled_dot_product_attention};
@@ -82,6 +82,10 @@ pub use metrics::{argmax, entropy, kl_divergence};
 pub use multihead::{MultiHead, MultiHeadOutput, concat_heads, split_heads};
 pub use scores::{Concat, dot_scores, general_scores, scaled_dot_scores};
 pub use simd::{PORTABLE_ENV, kernel_level};
+pub use softmax::{
+    log_softmax, masked_softmax, masked_softmax_rows, softmax, softmax_rows, try_softmax,
+    try_softmax_rows,
+};
 pub use train::adam::Adam;
 pub use train::model::{Decoded, ModelConfig, TinyTransformer};
 pub use train::nn::{
@@ -90,7 +94,3 @@ pub use train::nn::{
 };
 pub use train::positions::{PositionEncoding, Positions, sinusoidal_positions};
 pub use train::task::{Batch, Reversal};
-pub use softmax::{
-    log_softmax, masked_softmax, masked_softmax_rows, softmax, softmax_rows, try_softmax,
-    try_softmax_rows,
-};

@@ -42,8 +42,20 @@ pub struct Adam {
 impl Adam {
     /// Zero state for the parameters of `model`, with the default betas and `eps`.
     pub fn new<P: Params>(model: &P, lr: f64) -> Self {
-        let zeros: Vec<ArrayD<f64>> = model.params().iter().map(|p| ArrayD::zeros(p.raw_dim())).collect();
-        Self { lr, beta1: 0.9, beta2: 0.999, eps: 1e-8, t: 0, m: zeros.clone(), v: zeros }
+        let zeros: Vec<ArrayD<f64>> = model
+            .params()
+            .iter()
+            .map(|p| ArrayD::zeros(p.raw_dim()))
+            .collect();
+        Self {
+            lr,
+            beta1: 0.9,
+            beta2: 0.999,
+            eps: 1e-8,
+            t: 0,
+            m: zeros.clone(),
+            v: zeros,
+        }
     }
 
     /// Number of steps taken.
@@ -69,8 +81,16 @@ impl Adam {
             params.len() == self.m.len() && grads.len() == self.m.len(),
             "Adam::step: not the model the optimiser was made for"
         );
-        for (((p, g), m), v) in params.iter_mut().zip(&grads).zip(&mut self.m).zip(&mut self.v) {
-            assert!(p.shape() == m.shape() && g.shape() == m.shape(), "Adam::step: parameter shape");
+        for (((p, g), m), v) in params
+            .iter_mut()
+            .zip(&grads)
+            .zip(&mut self.m)
+            .zip(&mut self.v)
+        {
+            assert!(
+                p.shape() == m.shape() && g.shape() == m.shape(),
+                "Adam::step: parameter shape"
+            );
             Zip::from(p).and(g).and(m).and(v).for_each(|p, &g, m, v| {
                 *m = b1 * *m + (1.0 - b1) * g;
                 *v = b2 * *v + (1.0 - b2) * g * g;
@@ -89,8 +109,14 @@ mod tests {
 
     #[test]
     fn first_step_moves_each_weight_by_lr_against_its_gradient_sign() {
-        let mut lin = Linear { w: array![[1.0, -1.0]], b: array![0.0, 0.0] };
-        let g = Linear { w: array![[0.5, -20.0]], b: array![0.0, 1e-3] };
+        let mut lin = Linear {
+            w: array![[1.0, -1.0]],
+            b: array![0.0, 0.0],
+        };
+        let g = Linear {
+            w: array![[0.5, -20.0]],
+            b: array![0.0, 1e-3],
+        };
         let mut adam = Adam::new(&lin, 0.01);
         adam.step(&mut lin, &g);
         assert!((lin.w[[0, 0]] - 0.99).abs() < 1e-9);

@@ -134,8 +134,19 @@ impl TinyTransformer {
 
     /// Like [`TinyTransformer::new`], with invalid sizes as an
     /// [`AttentionError::InvalidConfig`].
-    pub fn try_new<R: Rng + ?Sized>(config: ModelConfig, rng: &mut R) -> Result<Self, AttentionError> {
-        let ModelConfig { vocab, d_model: d, heads, kv_heads, d_ff, max_len, positions } = config;
+    pub fn try_new<R: Rng + ?Sized>(
+        config: ModelConfig,
+        rng: &mut R,
+    ) -> Result<Self, AttentionError> {
+        let ModelConfig {
+            vocab,
+            d_model: d,
+            heads,
+            kv_heads,
+            d_ff,
+            max_len,
+            positions,
+        } = config;
         if vocab == 0 || max_len == 0 || d_ff == 0 {
             return Err(AttentionError::InvalidConfig(
                 "vocab, max_len and d_ff must be positive".into(),
@@ -183,26 +194,63 @@ impl TinyTransformer {
         let (h1, ln1) = self.enc_ln1.forward(&(x + a));
         let (f, ff) = self.enc_ff.forward(&h1);
         let (memory, ln2) = self.enc_ln2.forward(&(h1 + f));
-        (memory, EncoderCache { ids, len, attn, ln1, ff, ln2 })
+        (
+            memory,
+            EncoderCache {
+                ids,
+                len,
+                attn,
+                ln1,
+                ff,
+                ln2,
+            },
+        )
     }
 
-    fn decode_batch(&self, ids: Vec<usize>, len: usize, memory: &Array2<f64>) -> (Array2<f64>, DecoderCache) {
+    fn decode_batch(
+        &self,
+        ids: Vec<usize>,
+        len: usize,
+        memory: &Array2<f64>,
+    ) -> (Array2<f64>, DecoderCache) {
         let batch = ids.len() / len;
         let y = self.embed_with_positions(&ids, len);
-        let (a, attn) = self.dec_attn.forward(&y, &y, batch, Some(&causal_mask(len)));
+        let (a, attn) = self
+            .dec_attn
+            .forward(&y, &y, batch, Some(&causal_mask(len)));
         let (h1, ln1) = self.dec_ln1.forward(&(y + a));
         let (c, cross) = self.cross_attn.forward(&h1, memory, batch, None);
         let (h2, ln2) = self.dec_ln2.forward(&(h1 + c));
         let (f, ff) = self.dec_ff.forward(&h2);
         let (h3, ln3) = self.dec_ln3.forward(&(h2 + f));
         let logits = self.out.forward(&h3);
-        (logits, DecoderCache { ids, len, attn, ln1, cross, ln2, ff, ln3, h3 })
+        (
+            logits,
+            DecoderCache {
+                ids,
+                len,
+                attn,
+                ln1,
+                cross,
+                ln2,
+                ff,
+                ln3,
+                h3,
+            },
+        )
     }
 
     /// Teacher forcing: the decoder reads `[bos, tgt_0, ..., tgt_{m-2}]` and must predict
     /// `tgt`. Every sequence of `src` has one length, every one of `tgt` another.
-    fn forward(&self, src: &[Vec<usize>], tgt: &[Vec<usize>]) -> (Array2<f64>, Vec<usize>, EncoderCache, DecoderCache) {
-        assert!(!src.is_empty() && src.len() == tgt.len(), "TinyTransformer: one target per source");
+    fn forward(
+        &self,
+        src: &[Vec<usize>],
+        tgt: &[Vec<usize>],
+    ) -> (Array2<f64>, Vec<usize>, EncoderCache, DecoderCache) {
+        assert!(
+            !src.is_empty() && src.len() == tgt.len(),
+            "TinyTransformer: one target per source"
+        );
         let (n, m) = (src[0].len(), tgt[0].len());
         assert!(
             src.iter().all(|s| s.len() == n) && tgt.iter().all(|t| t.len() == m),
@@ -245,7 +293,9 @@ impl TinyTransformer {
         let g_s3 = self.dec_ln3.backward(&dec.ln3, &g_h3, &mut g.dec_ln3);
         let g_h2 = self.dec_ff.backward(&dec.ff, &g_s3, &mut g.dec_ff) + &g_s3;
         let g_s2 = self.dec_ln2.backward(&dec.ln2, &g_h2, &mut g.dec_ln2);
-        let (g_q, g_memory) = self.cross_attn.backward(&dec.cross, &g_s2, &mut g.cross_attn);
+        let (g_q, g_memory) = self
+            .cross_attn
+            .backward(&dec.cross, &g_s2, &mut g.cross_attn);
         let g_h1 = g_q + &g_s2;
         let g_s1 = self.dec_ln1.backward(&dec.ln1, &g_h1, &mut g.dec_ln1);
         let (g_q, g_kv) = self.dec_attn.backward(&dec.attn, &g_s1, &mut g.dec_attn);
@@ -282,9 +332,15 @@ impl TinyTransformer {
     ///
     /// If `prefix` is empty or longer than `max_len`.
     #[track_caller]
-    pub fn decode(&self, memory: &Array2<f64>, prefix: &[usize]) -> (Array2<f64>, Vec<Array2<f64>>) {
+    pub fn decode(
+        &self,
+        memory: &Array2<f64>,
+        prefix: &[usize],
+    ) -> (Array2<f64>, Vec<Array2<f64>>) {
         let (logits, dec) = self.decode_batch(prefix.to_vec(), prefix.len(), memory);
-        let weights = (0..self.config.heads).map(|h| dec.cross.weights(0, h).clone()).collect();
+        let weights = (0..self.config.heads)
+            .map(|h| dec.cross.weights(0, h).clone())
+            .collect();
         (logits, weights)
     }
 
@@ -295,23 +351,39 @@ impl TinyTransformer {
     /// If `src` is empty, `len == 0`, either exceeds `max_len`, or a symbol is out of range.
     #[track_caller]
     pub fn greedy_decode(&self, src: &[usize], len: usize) -> Decoded {
-        assert!(len > 0, "TinyTransformer::greedy_decode: len must be positive");
+        assert!(
+            len > 0,
+            "TinyTransformer::greedy_decode: len must be positive"
+        );
         let memory = self.encode(src);
         let mut prefix = vec![self.bos()];
         loop {
             let (logits, cross_weights) = self.decode(&memory, &prefix);
             prefix.push(argmax(&logits.row(prefix.len() - 1)).expect("logits are finite"));
             if prefix.len() > len {
-                return Decoded { tokens: prefix[1..].to_vec(), cross_weights };
+                return Decoded {
+                    tokens: prefix[1..].to_vec(),
+                    cross_weights,
+                };
             }
         }
     }
 
     fn layers(&self) -> [&dyn ParamsDyn; 13] {
         [
-            &self.embed, &self.positions, &self.enc_attn, &self.enc_ln1, &self.enc_ff,
-            &self.enc_ln2, &self.dec_attn, &self.dec_ln1, &self.cross_attn, &self.dec_ln2,
-            &self.dec_ff, &self.dec_ln3, &self.out,
+            &self.embed,
+            &self.positions,
+            &self.enc_attn,
+            &self.enc_ln1,
+            &self.enc_ff,
+            &self.enc_ln2,
+            &self.dec_attn,
+            &self.dec_ln1,
+            &self.cross_attn,
+            &self.dec_ln2,
+            &self.dec_ff,
+            &self.dec_ln3,
+            &self.out,
         ]
     }
 }
@@ -329,7 +401,10 @@ impl<P: Params> ParamsDyn for P {
 
 impl Params for TinyTransformer {
     fn params(&self) -> Vec<ArrayViewD<'_, f64>> {
-        self.layers().into_iter().flat_map(|l| l.params_dyn()).collect()
+        self.layers()
+            .into_iter()
+            .flat_map(|l| l.params_dyn())
+            .collect()
     }
     fn params_mut(&mut self) -> Vec<ArrayViewMutD<'_, f64>> {
         let mut p = self.embed.params_mut();
@@ -376,7 +451,15 @@ mod tests {
     use crate::train::nn::tests::check_params;
 
     fn tiny(positions: Positions, kv_heads: usize) -> TinyTransformer {
-        let config = ModelConfig { vocab: 4, d_model: 8, heads: 2, kv_heads, d_ff: 6, max_len: 4, positions };
+        let config = ModelConfig {
+            vocab: 4,
+            d_model: 8,
+            heads: 2,
+            kv_heads,
+            d_ff: 6,
+            max_len: 4,
+            positions,
+        };
         let mut model = TinyTransformer::new(config, &mut StdRng::seed_from_u64(3));
         // Non-trivial norms and biases, so their gradients are checked away from 1 and 0.
         let mut rng = StdRng::seed_from_u64(4);
@@ -405,7 +488,9 @@ mod tests {
     fn source_and_target_lengths_may_differ() {
         let model = tiny(Positions::Learned, 2);
         let (_, grads) = model.loss_and_grads(&[vec![0, 1, 2, 3]], &[vec![1, 2]]);
-        check_params(&model, &grads, |m| m.loss(&[vec![0, 1, 2, 3]], &[vec![1, 2]]));
+        check_params(&model, &grads, |m| {
+            m.loss(&[vec![0, 1, 2, 3]], &[vec![1, 2]])
+        });
     }
 
     #[test]
@@ -413,9 +498,15 @@ mod tests {
         let model = tiny(Positions::Sinusoidal, 2);
         let out = model.greedy_decode(&[0, 3, 1], 3);
         let memory = model.encode(&[0, 3, 1]);
-        let prefix: Vec<usize> = std::iter::once(model.bos()).chain(out.tokens[..2].iter().copied()).collect();
+        let prefix: Vec<usize> = std::iter::once(model.bos())
+            .chain(out.tokens[..2].iter().copied())
+            .collect();
         let (logits, _) = model.decode(&memory, &prefix);
-        let again: Vec<usize> = logits.rows().into_iter().map(|r| argmax(&r).expect("finite")).collect();
+        let again: Vec<usize> = logits
+            .rows()
+            .into_iter()
+            .map(|r| argmax(&r).expect("finite"))
+            .collect();
         assert_eq!(again, out.tokens);
         for w in &out.cross_weights {
             for row in w.rows() {
@@ -426,7 +517,15 @@ mod tests {
 
     #[test]
     fn bad_sizes_are_errors() {
-        let config = ModelConfig { vocab: 4, d_model: 8, heads: 3, kv_heads: 3, d_ff: 6, max_len: 4, positions: Positions::Learned };
+        let config = ModelConfig {
+            vocab: 4,
+            d_model: 8,
+            heads: 3,
+            kv_heads: 3,
+            d_ff: 6,
+            max_len: 4,
+            positions: Positions::Learned,
+        };
         assert!(TinyTransformer::try_new(config, &mut StdRng::seed_from_u64(0)).is_err());
     }
 }

@@ -90,8 +90,16 @@ impl Linear {
     /// If the shapes of `x`, `grad_y` and the layer disagree.
     #[track_caller]
     pub fn backward(&self, x: &Array2<f64>, grad_y: &Array2<f64>, grads: &mut Self) -> Array2<f64> {
-        assert_eq!(x.nrows(), grad_y.nrows(), "Linear::backward: one gradient row per input row");
-        assert_eq!(grad_y.ncols(), self.w.ncols(), "Linear::backward: output width");
+        assert_eq!(
+            x.nrows(),
+            grad_y.nrows(),
+            "Linear::backward: one gradient row per input row"
+        );
+        assert_eq!(
+            grad_y.ncols(),
+            self.w.ncols(),
+            "Linear::backward: output width"
+        );
         grads.w += &x.t().dot(grad_y);
         grads.b += &grad_y.sum_axis(Axis(0));
         grad_y.dot(&self.w.t())
@@ -145,7 +153,10 @@ impl Embedding {
     pub fn forward(&self, ids: &[usize]) -> Array2<f64> {
         let mut out = Array2::zeros((ids.len(), self.table.ncols()));
         for (mut row, &t) in out.rows_mut().into_iter().zip(ids) {
-            assert!(t < self.table.nrows(), "Embedding::forward: token {t} out of range");
+            assert!(
+                t < self.table.nrows(),
+                "Embedding::forward: token {t} out of range"
+            );
             row.assign(&self.table.row(t));
         }
         out
@@ -158,7 +169,11 @@ impl Embedding {
     /// If `grad_y` has not one row per id.
     #[track_caller]
     pub fn backward(&self, ids: &[usize], grad_y: &Array2<f64>, grads: &mut Self) {
-        assert_eq!(ids.len(), grad_y.nrows(), "Embedding::backward: one row per id");
+        assert_eq!(
+            ids.len(),
+            grad_y.nrows(),
+            "Embedding::backward: one row per id"
+        );
         for (&t, g) in ids.iter().zip(grad_y.rows()) {
             let mut row = grads.table.row_mut(t);
             row += &g;
@@ -230,20 +245,27 @@ impl LayerNormGrad {
         let centred = x - &mean.insert_axis(Axis(1));
         let var = centred.mapv(|v| v * v).sum_axis(Axis(1)) / d as f64;
         let inv_std = var.mapv(|v| 1.0 / (v + LN_EPS).sqrt());
-        let xhat = centred * &inv_std.view().insert_axis(Axis(1));
+        let xhat = centred * inv_std.view().insert_axis(Axis(1));
         let y = &xhat * &self.gamma + &self.beta;
         (y, LayerNormCache { xhat, inv_std })
     }
 
     /// With `g_hat = g ⊙ gamma`: `dL/dx = inv_std / d (d g_hat - sum(g_hat) - xhat sum(g_hat ⊙
     /// xhat))` per row; adds `dL/dgamma`, `dL/dbeta` into `grads`.
-    pub fn backward(&self, cache: &LayerNormCache, grad_y: &Array2<f64>, grads: &mut Self) -> Array2<f64> {
+    pub fn backward(
+        &self,
+        cache: &LayerNormCache,
+        grad_y: &Array2<f64>,
+        grads: &mut Self,
+    ) -> Array2<f64> {
         let d = self.gamma.len() as f64;
         grads.gamma += &(grad_y * &cache.xhat).sum_axis(Axis(0));
         grads.beta += &grad_y.sum_axis(Axis(0));
         let g_hat = grad_y * &self.gamma;
         let sum_g = g_hat.sum_axis(Axis(1)).insert_axis(Axis(1));
-        let sum_gx = (&g_hat * &cache.xhat).sum_axis(Axis(1)).insert_axis(Axis(1));
+        let sum_gx = (&g_hat * &cache.xhat)
+            .sum_axis(Axis(1))
+            .insert_axis(Axis(1));
         let inner = g_hat * d - &sum_g - &cache.xhat * &sum_gx;
         inner * &(&cache.inv_std / d).insert_axis(Axis(1))
     }
@@ -254,7 +276,10 @@ impl Params for LayerNormGrad {
         vec![view1(&self.gamma), view1(&self.beta)]
     }
     fn params_mut(&mut self) -> Vec<ArrayViewMutD<'_, f64>> {
-        vec![self.gamma.view_mut().into_dyn(), self.beta.view_mut().into_dyn()]
+        vec![
+            self.gamma.view_mut().into_dyn(),
+            self.beta.view_mut().into_dyn(),
+        ]
     }
     fn zeros_like(&self) -> Self {
         Self {
@@ -309,11 +334,23 @@ impl FeedForwardGrad {
         let pre = self.l1.forward(x);
         let hidden = pre.mapv(|v| v.max(0.0));
         let y = self.l2.forward(&hidden);
-        (y, FeedForwardCache { x: x.clone(), pre, hidden })
+        (
+            y,
+            FeedForwardCache {
+                x: x.clone(),
+                pre,
+                hidden,
+            },
+        )
     }
 
     /// ReLU passes the gradient where its input was positive; adds the two layers' gradients.
-    pub fn backward(&self, cache: &FeedForwardCache, grad_y: &Array2<f64>, grads: &mut Self) -> Array2<f64> {
+    pub fn backward(
+        &self,
+        cache: &FeedForwardCache,
+        grad_y: &Array2<f64>,
+        grads: &mut Self,
+    ) -> Array2<f64> {
         let g_hidden = self.l2.backward(&cache.hidden, grad_y, &mut grads.l2);
         let g_pre = g_hidden * &cache.pre.mapv(|v| if v > 0.0 { 1.0 } else { 0.0 });
         self.l1.backward(&cache.x, &g_pre, &mut grads.l1)
@@ -395,7 +432,10 @@ impl AttentionCache {
     /// If `seq` or `head` is out of range.
     #[track_caller]
     pub fn weights(&self, seq: usize, head: usize) -> &Array2<f64> {
-        assert!(seq < self.batch && head < self.heads, "AttentionCache::weights: out of range");
+        assert!(
+            seq < self.batch && head < self.heads,
+            "AttentionCache::weights: out of range"
+        );
         &self.weights[seq * self.heads + head]
     }
 }
@@ -407,7 +447,12 @@ impl AttentionGrad {
     ///
     /// If the head counts do not divide: [`AttentionGrad::try_new`] returns an error instead.
     #[track_caller]
-    pub fn new<R: Rng + ?Sized>(d_model: usize, heads: usize, kv_heads: usize, rng: &mut R) -> Self {
+    pub fn new<R: Rng + ?Sized>(
+        d_model: usize,
+        heads: usize,
+        kv_heads: usize,
+        rng: &mut R,
+    ) -> Self {
         match Self::try_new(d_model, heads, kv_heads, rng) {
             Ok(a) => a,
             Err(e) => panic!("AttentionGrad::new: {e}"),
@@ -422,7 +467,11 @@ impl AttentionGrad {
         kv_heads: usize,
         rng: &mut R,
     ) -> Result<Self, AttentionError> {
-        if heads == 0 || kv_heads == 0 || d_model % heads != 0 || heads % kv_heads != 0 {
+        if heads == 0
+            || kv_heads == 0
+            || !d_model.is_multiple_of(heads)
+            || !heads.is_multiple_of(kv_heads)
+        {
             return Err(AttentionError::InvalidConfig(format!(
                 "d_model {d_model}, heads {heads}, kv_heads {kv_heads}: need heads | d_model and kv_heads | heads"
             )));
@@ -473,7 +522,7 @@ impl AttentionGrad {
         mask: Option<&Array2<bool>>,
     ) -> (Array2<f64>, AttentionCache) {
         assert!(
-            batch > 0 && xq.nrows() % batch == 0 && xkv.nrows() % batch == 0,
+            batch > 0 && xq.nrows().is_multiple_of(batch) && xkv.nrows().is_multiple_of(batch),
             "AttentionGrad::forward: rows are not a multiple of the batch"
         );
         let (m, n) = (xq.nrows() / batch, xkv.nrows() / batch);
@@ -615,12 +664,19 @@ impl Params for AttentionGrad {
 /// If there is not one target per row or a target is out of range.
 #[track_caller]
 pub fn softmax_cross_entropy(logits: &Array2<f64>, targets: &[usize]) -> (f64, Array2<f64>) {
-    assert_eq!(logits.nrows(), targets.len(), "softmax_cross_entropy: one target per row");
+    assert_eq!(
+        logits.nrows(),
+        targets.len(),
+        "softmax_cross_entropy: one target per row"
+    );
     let rows = targets.len() as f64;
     let mut loss = 0.0;
     let mut grad = Array2::zeros(logits.raw_dim());
     for ((row, &t), mut g) in logits.rows().into_iter().zip(targets).zip(grad.rows_mut()) {
-        assert!(t < row.len(), "softmax_cross_entropy: target {t} out of range");
+        assert!(
+            t < row.len(),
+            "softmax_cross_entropy: target {t} out of range"
+        );
         let ls = log_softmax(&row);
         loss -= ls[t];
         g.assign(&(ls.mapv(f64::exp) / rows));
@@ -676,7 +732,11 @@ pub(crate) mod tests {
     }
 
     /// Central differences with respect to an input matrix.
-    pub(crate) fn check_input(x: &Array2<f64>, analytic: &Array2<f64>, loss: impl Fn(&Array2<f64>) -> f64) {
+    pub(crate) fn check_input(
+        x: &Array2<f64>,
+        analytic: &Array2<f64>,
+        loss: impl Fn(&Array2<f64>) -> f64,
+    ) {
         let numeric = crate::test_util::numeric_grad(x, loss);
         assert_grad_close(analytic, &numeric);
     }

@@ -51,7 +51,12 @@ pub fn sinusoidal_positions(max_len: usize, d: usize) -> Array2<f64> {
 
 impl PositionEncoding {
     /// The table for sequences up to `max_len` positions of width `d_model`.
-    pub fn new<R: Rng + ?Sized>(kind: Positions, max_len: usize, d_model: usize, rng: &mut R) -> Self {
+    pub fn new<R: Rng + ?Sized>(
+        kind: Positions,
+        max_len: usize,
+        d_model: usize,
+        rng: &mut R,
+    ) -> Self {
         let table = match kind {
             Positions::Sinusoidal => sinusoidal_positions(max_len, d_model),
             Positions::Learned => randn2(max_len, d_model, rng) * 0.1,
@@ -77,8 +82,15 @@ impl PositionEncoding {
     /// If `len` exceeds the table or does not divide the rows.
     #[track_caller]
     pub fn add_to_embeddings(&self, x: &mut Array2<f64>, len: usize) {
-        assert!(len > 0 && len <= self.max_len(), "PositionEncoding: length {len} out of range");
-        assert_eq!(x.nrows() % len, 0, "PositionEncoding: rows are not whole sequences");
+        assert!(
+            len > 0 && len <= self.max_len(),
+            "PositionEncoding: length {len} out of range"
+        );
+        assert_eq!(
+            x.nrows() % len,
+            0,
+            "PositionEncoding: rows are not whole sequences"
+        );
         let rows = self.table.slice(s![..len, ..]);
         for b in 0..x.nrows() / len {
             let mut xb = x.slice_mut(s![b * len..(b + 1) * len, ..]);

@@ -47,11 +47,29 @@ impl Reversal {
     /// If `symbols < 2`, `min_len == 0`, `min_len > max_len`, or `held_out` is more than a
     /// quarter of the shortest length's inputs (the training side would run dry).
     #[track_caller]
-    pub fn new<R: Rng + ?Sized>(symbols: usize, min_len: usize, max_len: usize, held_out: usize, rng: &mut R) -> Self {
-        assert!(symbols >= 2 && min_len > 0 && min_len <= max_len, "Reversal::new: bad sizes");
+    pub fn new<R: Rng + ?Sized>(
+        symbols: usize,
+        min_len: usize,
+        max_len: usize,
+        held_out: usize,
+        rng: &mut R,
+    ) -> Self {
+        assert!(
+            symbols >= 2 && min_len > 0 && min_len <= max_len,
+            "Reversal::new: bad sizes"
+        );
         let smallest = (symbols as f64).powi(min_len as i32);
-        assert!((held_out as f64) <= smallest / 4.0, "Reversal::new: held-out set too large");
-        let mut task = Self { symbols, min_len, max_len, held_out: Vec::new(), held_set: HashSet::new() };
+        assert!(
+            (held_out as f64) <= smallest / 4.0,
+            "Reversal::new: held-out set too large"
+        );
+        let mut task = Self {
+            symbols,
+            min_len,
+            max_len,
+            held_out: Vec::new(),
+            held_set: HashSet::new(),
+        };
         while task.held_out.len() < held_out {
             let s = task.draw(rng);
             if task.held_set.insert(s.clone()) {
@@ -62,7 +80,9 @@ impl Reversal {
     }
 
     fn draw_len<R: Rng + ?Sized>(&self, len: usize, rng: &mut R) -> Vec<usize> {
-        (0..len).map(|_| rng.random_range(0..self.symbols)).collect()
+        (0..len)
+            .map(|_| rng.random_range(0..self.symbols))
+            .collect()
     }
 
     fn draw<R: Rng + ?Sized>(&self, rng: &mut R) -> Vec<usize> {
