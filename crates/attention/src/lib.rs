@@ -20,6 +20,8 @@
 //! 9. `block` - the Transformer layer around attention: `LayerNorm`, `FeedForward`, encoder
 //!    and decoder layers (post-LN or pre-LN), and `count_ops` to measure their cost.
 //! 10. `window`, `linear` - attention at length: a sliding window; linear attention (`elu + 1`).
+//! 11. `train` - a tiny encoder-decoder Transformer with a backward pass through every layer,
+//!    Adam and the reversal task ([`TinyTransformer`], [`Adam`], [`Reversal`]).
 //!
 //! The fast paths compute the same formulas, written for speed (numbers in
 //! `docs/performance.md`):
@@ -69,6 +71,8 @@ mod softmax;
 mod test_util;
 mod window;
 
+mod train;
+
 pub use additive::{Additive, Precomputed};
 pub use attend::{attend, scaled_dot_product_attention, try_scaled_dot_product_attention};
 pub use block::{
@@ -99,3 +103,12 @@ pub use softmax::{
 pub use window::{
     sliding_window_attention, try_sliding_window_attention, window_mask, window_range,
 };
+
+pub use train::adam::Adam;
+pub use train::model::{Decoded, ModelConfig, TinyTransformer};
+pub use train::nn::{
+    AttentionCache, AttentionGrad, Embedding, FeedForwardCache, FeedForwardGrad, LayerNormCache,
+    LayerNormGrad, Linear, Params, softmax_cross_entropy,
+};
+pub use train::positions::{PositionEncoding, Positions, sinusoidal_positions};
+pub use train::task::{Batch, Reversal};

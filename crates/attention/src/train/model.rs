@@ -1,0 +1,531 @@
+//! A tiny encoder-decoder Transformer with one layer on each side, trainable end to end with
+//! the backward passes of [`nn`](super::nn).
+//!
+//! Both layers are post-LN, as in Vaswani et al.: each sub-layer is
+//! `x = LayerNorm(x + Sublayer(x))`. The encoder has self-attention and a feed-forward network;
+//! the decoder has causal self-attention, cross-attention to the encoder's output (the
+//! *memory*) and a feed-forward network; a linear layer maps to the vocabulary.
+//! Source and target share one embedding table of `vocab + 1` rows: the symbols `0..vocab`
+//! and the start token [`TinyTransformer::bos`].
+
+use ndarray::{Array2, ArrayViewD, ArrayViewMutD};
+use rand::Rng;
+
+use crate::error::AttentionError;
+use crate::mask::causal_mask;
+use crate::metrics::argmax;
+
+use super::nn::{
+    AttentionCache, AttentionGrad, Embedding, FeedForwardCache, FeedForwardGrad, LayerNormCache,
+    LayerNormGrad, Linear, Params, softmax_cross_entropy,
+};
+use super::positions::{PositionEncoding, Positions};
+
+/// Sizes of a [`TinyTransformer`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ModelConfig {
+    /// Number of symbols (the start token comes on top).
+    pub vocab: usize,
+    /// Width of every position's vector.
+    pub d_model: usize,
+    /// Query heads per attention layer.
+    pub heads: usize,
+    /// Key/value heads per attention layer (`heads` for standard multi-head attention).
+    pub kv_heads: usize,
+    /// Hidden width of the feed-forward networks.
+    pub d_ff: usize,
+    /// Longest sequence, source or target.
+    pub max_len: usize,
+    /// How positions enter the model.
+    pub positions: Positions,
+}
+
+/// One encoder layer and one decoder layer (see the module docs).
+///
+/// ```
+/// use attention::{ModelConfig, Positions, TinyTransformer};
+/// use rand::{SeedableRng, rngs::StdRng};
+///
+/// let config = ModelConfig {
+///     vocab: 5, d_model: 8, heads: 2, kv_heads: 2, d_ff: 16, max_len: 4,
+///     positions: Positions::Sinusoidal,
+/// };
+/// let model = TinyTransformer::new(config, &mut StdRng::seed_from_u64(0));
+/// let out = model.greedy_decode(&[1, 2, 3], 3);
+/// assert_eq!(out.tokens.len(), 3);
+/// assert_eq!(out.cross_weights[0].dim(), (3, 3)); // output steps x source positions
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct TinyTransformer {
+    config: ModelConfig,
+    /// Token embeddings, `(vocab + 1) x d_model`, shared by source and target.
+    pub embed: Embedding,
+    /// Position vectors.
+    pub positions: PositionEncoding,
+    /// Encoder self-attention.
+    pub enc_attn: AttentionGrad,
+    /// Encoder layer norm after self-attention.
+    pub enc_ln1: LayerNormGrad,
+    /// Encoder feed-forward network.
+    pub enc_ff: FeedForwardGrad,
+    /// Encoder layer norm after the feed-forward network.
+    pub enc_ln2: LayerNormGrad,
+    /// Decoder causal self-attention.
+    pub dec_attn: AttentionGrad,
+    /// Decoder layer norm after self-attention.
+    pub dec_ln1: LayerNormGrad,
+    /// Decoder cross-attention to the memory.
+    pub cross_attn: AttentionGrad,
+    /// Decoder layer norm after cross-attention.
+    pub dec_ln2: LayerNormGrad,
+    /// Decoder feed-forward network.
+    pub dec_ff: FeedForwardGrad,
+    /// Decoder layer norm after the feed-forward network.
+    pub dec_ln3: LayerNormGrad,
+    /// Output projection to the symbols, `d_model x vocab`.
+    pub out: Linear,
+}
+
+struct EncoderCache {
+    ids: Vec<usize>,
+    len: usize,
+    attn: AttentionCache,
+    ln1: LayerNormCache,
+    ff: FeedForwardCache,
+    ln2: LayerNormCache,
+}
+
+struct DecoderCache {
+    ids: Vec<usize>,
+    len: usize,
+    attn: AttentionCache,
+    ln1: LayerNormCache,
+    cross: AttentionCache,
+    ln2: LayerNormCache,
+    ff: FeedForwardCache,
+    ln3: LayerNormCache,
+    h3: Array2<f64>,
+}
+
+/// What [`TinyTransformer::greedy_decode`] produced.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decoded {
+    /// The output symbols.
+    pub tokens: Vec<usize>,
+    /// Cross-attention weights per head, `len x n`: row `t` is the query of the step that
+    /// produced `tokens[t]`, column `j` source position `j`.
+    pub cross_weights: Vec<Array2<f64>>,
+}
+
+impl TinyTransformer {
+    /// Random initialisation (Xavier-uniform projections, standard-normal embeddings).
+    ///
+    /// # Panics
+    ///
+    /// If the head counts do not fit `d_model` (see [`AttentionGrad::try_new`]);
+    /// [`TinyTransformer::try_new`] returns an error instead.
+    #[track_caller]
+    pub fn new<R: Rng + ?Sized>(config: ModelConfig, rng: &mut R) -> Self {
+        match Self::try_new(config, rng) {
+            Ok(m) => m,
+            Err(e) => panic!("TinyTransformer::new: {e}"),
+        }
+    }
+
+    /// Like [`TinyTransformer::new`], with invalid sizes as an
+    /// [`AttentionError::InvalidConfig`].
+    pub fn try_new<R: Rng + ?Sized>(
+        config: ModelConfig,
+        rng: &mut R,
+    ) -> Result<Self, AttentionError> {
+        let ModelConfig {
+            vocab,
+            d_model: d,
+            heads,
+            kv_heads,
+            d_ff,
+            max_len,
+            positions,
+        } = config;
+        if vocab == 0 || max_len == 0 || d_ff == 0 {
+            return Err(AttentionError::InvalidConfig(
+                "vocab, max_len and d_ff must be positive".into(),
+            ));
+        }
+        let attn = |rng: &mut R| AttentionGrad::try_new(d, heads, kv_heads, rng);
+        Ok(Self {
+            config,
+            embed: Embedding::new(vocab + 1, d, rng),
+            positions: PositionEncoding::new(positions, max_len, d, rng),
+            enc_attn: attn(rng)?,
+            enc_ln1: LayerNormGrad::new(d),
+            enc_ff: FeedForwardGrad::new(d, d_ff, rng),
+            enc_ln2: LayerNormGrad::new(d),
+            dec_attn: attn(rng)?,
+            dec_ln1: LayerNormGrad::new(d),
+            cross_attn: attn(rng)?,
+            dec_ln2: LayerNormGrad::new(d),
+            dec_ff: FeedForwardGrad::new(d, d_ff, rng),
+            dec_ln3: LayerNormGrad::new(d),
+            out: Linear::new(d, vocab, rng),
+        })
+    }
+
+    /// The sizes.
+    pub fn config(&self) -> ModelConfig {
+        self.config
+    }
+
+    /// The start token that opens every decoder input.
+    pub fn bos(&self) -> usize {
+        self.config.vocab
+    }
+
+    fn embed_with_positions(&self, ids: &[usize], len: usize) -> Array2<f64> {
+        let mut x = self.embed.forward(ids);
+        self.positions.add_to_embeddings(&mut x, len);
+        x
+    }
+
+    fn encode_batch(&self, ids: Vec<usize>, len: usize) -> (Array2<f64>, EncoderCache) {
+        let batch = ids.len() / len;
+        let x = self.embed_with_positions(&ids, len);
+        let (a, attn) = self.enc_attn.forward(&x, &x, batch, None);
+        let (h1, ln1) = self.enc_ln1.forward(&(x + a));
+        let (f, ff) = self.enc_ff.forward(&h1);
+        let (memory, ln2) = self.enc_ln2.forward(&(h1 + f));
+        (
+            memory,
+            EncoderCache {
+                ids,
+                len,
+                attn,
+                ln1,
+                ff,
+                ln2,
+            },
+        )
+    }
+
+    fn decode_batch(
+        &self,
+        ids: Vec<usize>,
+        len: usize,
+        memory: &Array2<f64>,
+    ) -> (Array2<f64>, DecoderCache) {
+        let batch = ids.len() / len;
+        let y = self.embed_with_positions(&ids, len);
+        let (a, attn) = self
+            .dec_attn
+            .forward(&y, &y, batch, Some(&causal_mask(len)));
+        let (h1, ln1) = self.dec_ln1.forward(&(y + a));
+        let (c, cross) = self.cross_attn.forward(&h1, memory, batch, None);
+        let (h2, ln2) = self.dec_ln2.forward(&(h1 + c));
+        let (f, ff) = self.dec_ff.forward(&h2);
+        let (h3, ln3) = self.dec_ln3.forward(&(h2 + f));
+        let logits = self.out.forward(&h3);
+        (
+            logits,
+            DecoderCache {
+                ids,
+                len,
+                attn,
+                ln1,
+                cross,
+                ln2,
+                ff,
+                ln3,
+                h3,
+            },
+        )
+    }
+
+    /// Teacher forcing: the decoder reads `[bos, tgt_0, ..., tgt_{m-2}]` and must predict
+    /// `tgt`. Every sequence of `src` has one length, every one of `tgt` another.
+    fn forward(
+        &self,
+        src: &[Vec<usize>],
+        tgt: &[Vec<usize>],
+    ) -> (Array2<f64>, Vec<usize>, EncoderCache, DecoderCache) {
+        assert!(
+            !src.is_empty() && src.len() == tgt.len(),
+            "TinyTransformer: one target per source"
+        );
+        let (n, m) = (src[0].len(), tgt[0].len());
+        assert!(
+            src.iter().all(|s| s.len() == n) && tgt.iter().all(|t| t.len() == m),
+            "TinyTransformer: sequences of a batch share their length"
+        );
+        let (memory, enc) = self.encode_batch(src.concat(), n);
+        let dec_in: Vec<usize> = tgt
+            .iter()
+            .flat_map(|t| std::iter::once(self.bos()).chain(t[..m - 1].iter().copied()))
+            .collect();
+        let (logits, dec) = self.decode_batch(dec_in, m, &memory);
+        (logits, tgt.concat(), enc, dec)
+    }
+
+    /// Mean cross-entropy of the target symbols under teacher forcing (nats per symbol).
+    ///
+    /// # Panics
+    ///
+    /// If the batch is empty, the sequences of a side differ in length, a length exceeds
+    /// `max_len` or a symbol is out of range.
+    #[track_caller]
+    pub fn loss(&self, src: &[Vec<usize>], tgt: &[Vec<usize>]) -> f64 {
+        let (logits, targets, _, _) = self.forward(src, tgt);
+        softmax_cross_entropy(&logits, &targets).0
+    }
+
+    /// [`TinyTransformer::loss`] and its gradient with respect to every parameter (a model
+    /// of zeros plus the gradients, see [`Params`]).
+    ///
+    /// # Panics
+    ///
+    /// As [`TinyTransformer::loss`].
+    #[track_caller]
+    pub fn loss_and_grads(&self, src: &[Vec<usize>], tgt: &[Vec<usize>]) -> (f64, Self) {
+        let (logits, targets, enc, dec) = self.forward(src, tgt);
+        let (loss, g_logits) = softmax_cross_entropy(&logits, &targets);
+        let mut g = self.zeros_like();
+        // Decoder, top down.
+        let g_h3 = self.out.backward(&dec.h3, &g_logits, &mut g.out);
+        let g_s3 = self.dec_ln3.backward(&dec.ln3, &g_h3, &mut g.dec_ln3);
+        let g_h2 = self.dec_ff.backward(&dec.ff, &g_s3, &mut g.dec_ff) + &g_s3;
+        let g_s2 = self.dec_ln2.backward(&dec.ln2, &g_h2, &mut g.dec_ln2);
+        let (g_q, g_memory) = self
+            .cross_attn
+            .backward(&dec.cross, &g_s2, &mut g.cross_attn);
+        let g_h1 = g_q + &g_s2;
+        let g_s1 = self.dec_ln1.backward(&dec.ln1, &g_h1, &mut g.dec_ln1);
+        let (g_q, g_kv) = self.dec_attn.backward(&dec.attn, &g_s1, &mut g.dec_attn);
+        let g_y = g_q + g_kv + &g_s1;
+        self.positions.backward(&g_y, dec.len, &mut g.positions);
+        self.embed.backward(&dec.ids, &g_y, &mut g.embed);
+        // Encoder, from the memory's gradient.
+        let g_s2 = self.enc_ln2.backward(&enc.ln2, &g_memory, &mut g.enc_ln2);
+        let g_h1 = self.enc_ff.backward(&enc.ff, &g_s2, &mut g.enc_ff) + &g_s2;
+        let g_s1 = self.enc_ln1.backward(&enc.ln1, &g_h1, &mut g.enc_ln1);
+        let (g_q, g_kv) = self.enc_attn.backward(&enc.attn, &g_s1, &mut g.enc_attn);
+        let g_x = g_q + g_kv + &g_s1;
+        self.positions.backward(&g_x, enc.len, &mut g.positions);
+        self.embed.backward(&enc.ids, &g_x, &mut g.embed);
+        (loss, g)
+    }
+
+    /// The encoder's output for one source sequence, `n x d_model`.
+    ///
+    /// # Panics
+    ///
+    /// If `src` is empty or longer than `max_len`, or a symbol is out of range.
+    #[track_caller]
+    pub fn encode(&self, src: &[usize]) -> Array2<f64> {
+        self.encode_batch(src.to_vec(), src.len()).0
+    }
+
+    /// Runs the decoder on `prefix` (starting with [`TinyTransformer::bos`]) against
+    /// `memory`: the logits of every position (`prefix.len() x vocab`) and the
+    /// cross-attention weights per head (`prefix.len() x n`). One call per generated symbol
+    /// recomputes the whole prefix; a key/value cache would reuse it.
+    ///
+    /// # Panics
+    ///
+    /// If `prefix` is empty or longer than `max_len`.
+    #[track_caller]
+    pub fn decode(
+        &self,
+        memory: &Array2<f64>,
+        prefix: &[usize],
+    ) -> (Array2<f64>, Vec<Array2<f64>>) {
+        let (logits, dec) = self.decode_batch(prefix.to_vec(), prefix.len(), memory);
+        let weights = (0..self.config.heads)
+            .map(|h| dec.cross.weights(0, h).clone())
+            .collect();
+        (logits, weights)
+    }
+
+    /// Greedy decoding of `len` symbols: each step appends the most probable symbol.
+    ///
+    /// # Panics
+    ///
+    /// If `src` is empty, `len == 0`, either exceeds `max_len`, or a symbol is out of range.
+    #[track_caller]
+    pub fn greedy_decode(&self, src: &[usize], len: usize) -> Decoded {
+        assert!(
+            len > 0,
+            "TinyTransformer::greedy_decode: len must be positive"
+        );
+        let memory = self.encode(src);
+        let mut prefix = vec![self.bos()];
+        loop {
+            let (logits, cross_weights) = self.decode(&memory, &prefix);
+            prefix.push(argmax(&logits.row(prefix.len() - 1)).expect("logits are finite"));
+            if prefix.len() > len {
+                return Decoded {
+                    tokens: prefix[1..].to_vec(),
+                    cross_weights,
+                };
+            }
+        }
+    }
+
+    fn layers(&self) -> [&dyn ParamsDyn; 13] {
+        [
+            &self.embed,
+            &self.positions,
+            &self.enc_attn,
+            &self.enc_ln1,
+            &self.enc_ff,
+            &self.enc_ln2,
+            &self.dec_attn,
+            &self.dec_ln1,
+            &self.cross_attn,
+            &self.dec_ln2,
+            &self.dec_ff,
+            &self.dec_ln3,
+            &self.out,
+        ]
+    }
+}
+
+/// Object-safe part of [`Params`], to list a model's layers.
+trait ParamsDyn {
+    fn params_dyn(&self) -> Vec<ArrayViewD<'_, f64>>;
+}
+
+impl<P: Params> ParamsDyn for P {
+    fn params_dyn(&self) -> Vec<ArrayViewD<'_, f64>> {
+        self.params()
+    }
+}
+
+impl Params for TinyTransformer {
+    fn params(&self) -> Vec<ArrayViewD<'_, f64>> {
+        self.layers()
+            .into_iter()
+            .flat_map(|l| l.params_dyn())
+            .collect()
+    }
+    fn params_mut(&mut self) -> Vec<ArrayViewMutD<'_, f64>> {
+        let mut p = self.embed.params_mut();
+        p.extend(self.positions.params_mut());
+        p.extend(self.enc_attn.params_mut());
+        p.extend(self.enc_ln1.params_mut());
+        p.extend(self.enc_ff.params_mut());
+        p.extend(self.enc_ln2.params_mut());
+        p.extend(self.dec_attn.params_mut());
+        p.extend(self.dec_ln1.params_mut());
+        p.extend(self.cross_attn.params_mut());
+        p.extend(self.dec_ln2.params_mut());
+        p.extend(self.dec_ff.params_mut());
+        p.extend(self.dec_ln3.params_mut());
+        p.extend(self.out.params_mut());
+        p
+    }
+    fn zeros_like(&self) -> Self {
+        Self {
+            config: self.config,
+            embed: self.embed.zeros_like(),
+            positions: self.positions.zeros_like(),
+            enc_attn: self.enc_attn.zeros_like(),
+            enc_ln1: self.enc_ln1.zeros_like(),
+            enc_ff: self.enc_ff.zeros_like(),
+            enc_ln2: self.enc_ln2.zeros_like(),
+            dec_attn: self.dec_attn.zeros_like(),
+            dec_ln1: self.dec_ln1.zeros_like(),
+            cross_attn: self.cross_attn.zeros_like(),
+            dec_ln2: self.dec_ln2.zeros_like(),
+            dec_ff: self.dec_ff.zeros_like(),
+            dec_ln3: self.dec_ln3.zeros_like(),
+            out: self.out.zeros_like(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rand::SeedableRng;
+    use rand::rngs::StdRng;
+
+    use super::*;
+    use crate::train::nn::tests::check_params;
+
+    fn tiny(positions: Positions, kv_heads: usize) -> TinyTransformer {
+        let config = ModelConfig {
+            vocab: 4,
+            d_model: 8,
+            heads: 2,
+            kv_heads,
+            d_ff: 6,
+            max_len: 4,
+            positions,
+        };
+        let mut model = TinyTransformer::new(config, &mut StdRng::seed_from_u64(3));
+        // Non-trivial norms and biases, so their gradients are checked away from 1 and 0.
+        let mut rng = StdRng::seed_from_u64(4);
+        for mut p in model.params_mut() {
+            if p.iter().all(|&v| v == 0.0 || v == 1.0) {
+                let noise = crate::init::randn1(p.len(), &mut rng) * 0.3;
+                p.iter_mut().zip(noise).for_each(|(v, n)| *v += n);
+            }
+        }
+        model
+    }
+
+    #[test]
+    fn whole_model_gradient_matches_finite_differences() {
+        let src = vec![vec![0, 1, 3], vec![2, 2, 1]];
+        let tgt = vec![vec![3, 1, 0], vec![1, 2, 2]];
+        for (positions, kv_heads) in [(Positions::Learned, 2), (Positions::Sinusoidal, 1)] {
+            let model = tiny(positions, kv_heads);
+            let (loss, grads) = model.loss_and_grads(&src, &tgt);
+            assert!((loss - model.loss(&src, &tgt)).abs() < 1e-15);
+            check_params(&model, &grads, |m| m.loss(&src, &tgt));
+        }
+    }
+
+    #[test]
+    fn source_and_target_lengths_may_differ() {
+        let model = tiny(Positions::Learned, 2);
+        let (_, grads) = model.loss_and_grads(&[vec![0, 1, 2, 3]], &[vec![1, 2]]);
+        check_params(&model, &grads, |m| {
+            m.loss(&[vec![0, 1, 2, 3]], &[vec![1, 2]])
+        });
+    }
+
+    #[test]
+    fn greedy_decoding_matches_teacher_forcing_on_its_own_output() {
+        let model = tiny(Positions::Sinusoidal, 2);
+        let out = model.greedy_decode(&[0, 3, 1], 3);
+        let memory = model.encode(&[0, 3, 1]);
+        let prefix: Vec<usize> = std::iter::once(model.bos())
+            .chain(out.tokens[..2].iter().copied())
+            .collect();
+        let (logits, _) = model.decode(&memory, &prefix);
+        let again: Vec<usize> = logits
+            .rows()
+            .into_iter()
+            .map(|r| argmax(&r).expect("finite"))
+            .collect();
+        assert_eq!(again, out.tokens);
+        for w in &out.cross_weights {
+            for row in w.rows() {
+                assert!((row.sum() - 1.0).abs() < 1e-12);
+            }
+        }
+    }
+
+    #[test]
+    fn bad_sizes_are_errors() {
+        let config = ModelConfig {
+            vocab: 4,
+            d_model: 8,
+            heads: 3,
+            kv_heads: 3,
+            d_ff: 6,
+            max_len: 4,
+            positions: Positions::Learned,
+        };
+        assert!(TinyTransformer::try_new(config, &mut StdRng::seed_from_u64(0)).is_err());
+    }
+}

@@ -1,0 +1,882 @@
+//! Layers with a forward and a hand-written backward pass: linear, embedding, layer norm,
+//! the position-wise feed-forward network, multi-head attention (with grouped key/value
+//! heads and an optional mask) and the softmax cross-entropy of the output tokens.
+//!
+//! Conventions: a batch of `b` sequences of length `n` is one `(b * n) x d` matrix, sequence
+//! after sequence (rows are positions, as everywhere in the crate). `forward` returns the
+//! output and, where the backward pass needs more than the input, a cache; `backward` takes
+//! `dL/dy`, **adds** the parameters' gradients into `grads` (a value of the same type, from
+//! [`Params::zeros_like`]) and returns `dL/dx`.
+
+use ndarray::{Array1, Array2, ArrayD, ArrayViewD, ArrayViewMutD, Axis, s};
+use rand::Rng;
+
+use crate::error::AttentionError;
+use crate::grad::softmax_backward;
+use crate::init::xavier_uniform;
+use crate::softmax::{log_softmax, masked_softmax_rows, softmax_rows};
+
+/// Anything with trainable parameters. The gradient of a `P` is stored in another `P`
+/// ([`Params::zeros_like`]), so an optimiser walks [`Params::params_mut`] of the model and
+/// [`Params::params`] of the gradient side by side.
+pub trait Params {
+    /// The parameters, in a fixed order.
+    fn params(&self) -> Vec<ArrayViewD<'_, f64>>;
+    /// The parameters, mutable, in the order of [`Params::params`].
+    fn params_mut(&mut self) -> Vec<ArrayViewMutD<'_, f64>>;
+    /// A copy with every parameter set to zero: the place to accumulate gradients.
+    fn zeros_like(&self) -> Self
+    where
+        Self: Sized;
+    /// Number of trainable scalars.
+    fn param_count(&self) -> usize {
+        self.params().iter().map(|p| p.len()).sum()
+    }
+    /// Owned copies of the parameters (for an optimiser's state or a checkpoint).
+    fn to_vec(&self) -> Vec<ArrayD<f64>> {
+        self.params().iter().map(|p| p.to_owned()).collect()
+    }
+}
+
+fn view(a: &Array2<f64>) -> ArrayViewD<'_, f64> {
+    a.view().into_dyn()
+}
+fn view1(a: &Array1<f64>) -> ArrayViewD<'_, f64> {
+    a.view().into_dyn()
+}
+
+/// Affine map `y = x W + b`, `W` is `d_in x d_out`, `b` has length `d_out`.
+///
+/// ```
+/// use attention::Linear;
+/// use ndarray::array;
+///
+/// let lin = Linear { w: array![[1.0, 0.0], [0.0, 2.0]], b: array![0.5, 0.0] };
+/// assert_eq!(lin.forward(&array![[1.0, 1.0]]), array![[1.5, 2.0]]);
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct Linear {
+    /// Weights, `d_in x d_out`.
+    pub w: Array2<f64>,
+    /// Bias, `d_out`.
+    pub b: Array1<f64>,
+}
+
+impl Linear {
+    /// Xavier-uniform weights, zero bias.
+    pub fn new<R: Rng + ?Sized>(d_in: usize, d_out: usize, rng: &mut R) -> Self {
+        Self {
+            w: xavier_uniform(d_in, d_out, rng),
+            b: Array1::zeros(d_out),
+        }
+    }
+
+    /// `x W + b` for `x` of shape `rows x d_in`.
+    ///
+    /// # Panics
+    ///
+    /// If `x.ncols() != d_in`.
+    #[track_caller]
+    pub fn forward(&self, x: &Array2<f64>) -> Array2<f64> {
+        assert_eq!(x.ncols(), self.w.nrows(), "Linear::forward: input width");
+        x.dot(&self.w) + &self.b
+    }
+
+    /// Adds `dL/dW = x^T g` and `dL/db = sum of the rows of g` into `grads`; returns
+    /// `dL/dx = g W^T`.
+    ///
+    /// # Panics
+    ///
+    /// If the shapes of `x`, `grad_y` and the layer disagree.
+    #[track_caller]
+    pub fn backward(&self, x: &Array2<f64>, grad_y: &Array2<f64>, grads: &mut Self) -> Array2<f64> {
+        assert_eq!(
+            x.nrows(),
+            grad_y.nrows(),
+            "Linear::backward: one gradient row per input row"
+        );
+        assert_eq!(
+            grad_y.ncols(),
+            self.w.ncols(),
+            "Linear::backward: output width"
+        );
+        grads.w += &x.t().dot(grad_y);
+        grads.b += &grad_y.sum_axis(Axis(0));
+        grad_y.dot(&self.w.t())
+    }
+}
+
+impl Params for Linear {
+    fn params(&self) -> Vec<ArrayViewD<'_, f64>> {
+        vec![view(&self.w), view1(&self.b)]
+    }
+    fn params_mut(&mut self) -> Vec<ArrayViewMutD<'_, f64>> {
+        vec![self.w.view_mut().into_dyn(), self.b.view_mut().into_dyn()]
+    }
+    fn zeros_like(&self) -> Self {
+        Self {
+            w: Array2::zeros(self.w.raw_dim()),
+            b: Array1::zeros(self.b.len()),
+        }
+    }
+}
+
+/// A lookup table: token `t` becomes row `t` of `table` (`vocab x d`).
+///
+/// ```
+/// use attention::Embedding;
+/// use ndarray::array;
+///
+/// let e = Embedding { table: array![[0.0, 1.0], [2.0, 3.0]] };
+/// assert_eq!(e.forward(&[1, 0, 1]), array![[2.0, 3.0], [0.0, 1.0], [2.0, 3.0]]);
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct Embedding {
+    /// One row per token, `vocab x d`.
+    pub table: Array2<f64>,
+}
+
+impl Embedding {
+    /// Standard-normal entries.
+    pub fn new<R: Rng + ?Sized>(vocab: usize, d: usize, rng: &mut R) -> Self {
+        Self {
+            table: crate::init::randn2(vocab, d, rng),
+        }
+    }
+
+    /// The rows of `ids`, `ids.len() x d`.
+    ///
+    /// # Panics
+    ///
+    /// If a token is `>= vocab`.
+    #[track_caller]
+    pub fn forward(&self, ids: &[usize]) -> Array2<f64> {
+        let mut out = Array2::zeros((ids.len(), self.table.ncols()));
+        for (mut row, &t) in out.rows_mut().into_iter().zip(ids) {
+            assert!(
+                t < self.table.nrows(),
+                "Embedding::forward: token {t} out of range"
+            );
+            row.assign(&self.table.row(t));
+        }
+        out
+    }
+
+    /// Adds row `i` of `grad_y` into row `ids[i]` of `grads.table`.
+    ///
+    /// # Panics
+    ///
+    /// If `grad_y` has not one row per id.
+    #[track_caller]
+    pub fn backward(&self, ids: &[usize], grad_y: &Array2<f64>, grads: &mut Self) {
+        assert_eq!(
+            ids.len(),
+            grad_y.nrows(),
+            "Embedding::backward: one row per id"
+        );
+        for (&t, g) in ids.iter().zip(grad_y.rows()) {
+            let mut row = grads.table.row_mut(t);
+            row += &g;
+        }
+    }
+}
+
+impl Params for Embedding {
+    fn params(&self) -> Vec<ArrayViewD<'_, f64>> {
+        vec![view(&self.table)]
+    }
+    fn params_mut(&mut self) -> Vec<ArrayViewMutD<'_, f64>> {
+        vec![self.table.view_mut().into_dyn()]
+    }
+    fn zeros_like(&self) -> Self {
+        Self {
+            table: Array2::zeros(self.table.raw_dim()),
+        }
+    }
+}
+
+/// Layer normalisation of each row: `y = gamma ⊙ (x - mean) / sqrt(var + eps) + beta`, with
+/// `eps = 1e-5` and the biased variance.
+///
+/// ```
+/// use attention::LayerNormGrad;
+/// use ndarray::array;
+///
+/// let ln = LayerNormGrad::new(3);
+/// let (y, _) = ln.forward(&array![[1.0, 2.0, 3.0]]);
+/// assert!(y.sum().abs() < 1e-12);
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct LayerNormGrad {
+    /// Scale, one per feature.
+    pub gamma: Array1<f64>,
+    /// Shift, one per feature.
+    pub beta: Array1<f64>,
+}
+
+/// What [`LayerNormGrad::backward`] needs from the forward pass.
+#[derive(Debug, Clone)]
+pub struct LayerNormCache {
+    xhat: Array2<f64>,
+    inv_std: Array1<f64>,
+}
+
+const LN_EPS: f64 = 1e-5;
+
+impl LayerNormGrad {
+    /// `gamma = 1`, `beta = 0` over `d` features.
+    pub fn new(d: usize) -> Self {
+        Self {
+            gamma: Array1::ones(d),
+            beta: Array1::zeros(d),
+        }
+    }
+
+    /// Normalises every row of `x`.
+    ///
+    /// # Panics
+    ///
+    /// If `x.ncols()` is not the layer's width.
+    #[track_caller]
+    pub fn forward(&self, x: &Array2<f64>) -> (Array2<f64>, LayerNormCache) {
+        let d = self.gamma.len();
+        assert_eq!(x.ncols(), d, "LayerNormGrad::forward: input width");
+        let mean = x.mean_axis(Axis(1)).expect("d > 0");
+        let centred = x - &mean.insert_axis(Axis(1));
+        let var = centred.mapv(|v| v * v).sum_axis(Axis(1)) / d as f64;
+        let inv_std = var.mapv(|v| 1.0 / (v + LN_EPS).sqrt());
+        let xhat = centred * inv_std.view().insert_axis(Axis(1));
+        let y = &xhat * &self.gamma + &self.beta;
+        (y, LayerNormCache { xhat, inv_std })
+    }
+
+    /// With `g_hat = g ⊙ gamma`: `dL/dx = inv_std / d (d g_hat - sum(g_hat) - xhat sum(g_hat ⊙
+    /// xhat))` per row; adds `dL/dgamma`, `dL/dbeta` into `grads`.
+    pub fn backward(
+        &self,
+        cache: &LayerNormCache,
+        grad_y: &Array2<f64>,
+        grads: &mut Self,
+    ) -> Array2<f64> {
+        let d = self.gamma.len() as f64;
+        grads.gamma += &(grad_y * &cache.xhat).sum_axis(Axis(0));
+        grads.beta += &grad_y.sum_axis(Axis(0));
+        let g_hat = grad_y * &self.gamma;
+        let sum_g = g_hat.sum_axis(Axis(1)).insert_axis(Axis(1));
+        let sum_gx = (&g_hat * &cache.xhat)
+            .sum_axis(Axis(1))
+            .insert_axis(Axis(1));
+        let inner = g_hat * d - &sum_g - &cache.xhat * &sum_gx;
+        inner * &(&cache.inv_std / d).insert_axis(Axis(1))
+    }
+}
+
+impl Params for LayerNormGrad {
+    fn params(&self) -> Vec<ArrayViewD<'_, f64>> {
+        vec![view1(&self.gamma), view1(&self.beta)]
+    }
+    fn params_mut(&mut self) -> Vec<ArrayViewMutD<'_, f64>> {
+        vec![
+            self.gamma.view_mut().into_dyn(),
+            self.beta.view_mut().into_dyn(),
+        ]
+    }
+    fn zeros_like(&self) -> Self {
+        Self {
+            gamma: Array1::zeros(self.gamma.len()),
+            beta: Array1::zeros(self.beta.len()),
+        }
+    }
+}
+
+/// Position-wise feed-forward network `y = ReLU(x W_1 + b_1) W_2 + b_2`.
+///
+/// ```
+/// use attention::FeedForwardGrad;
+/// use rand::{SeedableRng, rngs::StdRng};
+///
+/// let ff = FeedForwardGrad::new(4, 8, &mut StdRng::seed_from_u64(0));
+/// let (y, _) = ff.forward(&ndarray::Array2::ones((3, 4)));
+/// assert_eq!(y.dim(), (3, 4));
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct FeedForwardGrad {
+    /// `d_model -> d_ff`.
+    pub l1: Linear,
+    /// `d_ff -> d_model`.
+    pub l2: Linear,
+}
+
+/// What [`FeedForwardGrad::backward`] needs from the forward pass.
+#[derive(Debug, Clone)]
+pub struct FeedForwardCache {
+    x: Array2<f64>,
+    pre: Array2<f64>,
+    hidden: Array2<f64>,
+}
+
+impl FeedForwardGrad {
+    /// Xavier-uniform weights, zero biases.
+    pub fn new<R: Rng + ?Sized>(d_model: usize, d_ff: usize, rng: &mut R) -> Self {
+        Self {
+            l1: Linear::new(d_model, d_ff, rng),
+            l2: Linear::new(d_ff, d_model, rng),
+        }
+    }
+
+    /// The network on every row of `x`.
+    ///
+    /// # Panics
+    ///
+    /// If `x.ncols() != d_model`.
+    #[track_caller]
+    pub fn forward(&self, x: &Array2<f64>) -> (Array2<f64>, FeedForwardCache) {
+        let pre = self.l1.forward(x);
+        let hidden = pre.mapv(|v| v.max(0.0));
+        let y = self.l2.forward(&hidden);
+        (
+            y,
+            FeedForwardCache {
+                x: x.clone(),
+                pre,
+                hidden,
+            },
+        )
+    }
+
+    /// ReLU passes the gradient where its input was positive; adds the two layers' gradients.
+    pub fn backward(
+        &self,
+        cache: &FeedForwardCache,
+        grad_y: &Array2<f64>,
+        grads: &mut Self,
+    ) -> Array2<f64> {
+        let g_hidden = self.l2.backward(&cache.hidden, grad_y, &mut grads.l2);
+        let g_pre = g_hidden * &cache.pre.mapv(|v| if v > 0.0 { 1.0 } else { 0.0 });
+        self.l1.backward(&cache.x, &g_pre, &mut grads.l1)
+    }
+}
+
+impl Params for FeedForwardGrad {
+    fn params(&self) -> Vec<ArrayViewD<'_, f64>> {
+        let mut p = self.l1.params();
+        p.extend(self.l2.params());
+        p
+    }
+    fn params_mut(&mut self) -> Vec<ArrayViewMutD<'_, f64>> {
+        let mut p = self.l1.params_mut();
+        p.extend(self.l2.params_mut());
+        p
+    }
+    fn zeros_like(&self) -> Self {
+        Self {
+            l1: self.l1.zeros_like(),
+            l2: self.l2.zeros_like(),
+        }
+    }
+}
+
+/// Multi-head attention with `heads` query heads and `kv_heads` key/value heads, each
+/// `d_head = d_model / heads` wide. Query head `i` reads key/value head
+/// `i / (heads / kv_heads)`: `kv_heads == heads` is standard multi-head attention,
+/// `kv_heads == 1` multi-query attention, anything between grouped-query attention.
+///
+/// Per sequence and head: `A = softmax(Q_i K_g^T / sqrt(d_head))` (masked where the mask is
+/// `false`), `head_i = A V_g`; the heads are concatenated and projected by `w_o`.
+///
+/// ```
+/// use attention::{AttentionGrad, causal_mask};
+/// use rand::{SeedableRng, rngs::StdRng};
+///
+/// let attn = AttentionGrad::new(8, 4, 2, &mut StdRng::seed_from_u64(0));
+/// let x = ndarray::Array2::ones((2 * 3, 8)); // two sequences of length 3
+/// let (y, cache) = attn.forward(&x, &x, 2, Some(&causal_mask(3)));
+/// assert_eq!(y.dim(), (6, 8));
+/// assert_eq!(cache.weights(0, 1).row(0).to_vec(), vec![1.0, 0.0, 0.0]);
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct AttentionGrad {
+    /// Query projection, `d_model x (heads * d_head)`.
+    pub w_q: Linear,
+    /// Key projection, `d_model x (kv_heads * d_head)`.
+    pub w_k: Linear,
+    /// Value projection, `d_model x (kv_heads * d_head)`.
+    pub w_v: Linear,
+    /// Output projection, `(heads * d_head) x d_model`.
+    pub w_o: Linear,
+    heads: usize,
+    kv_heads: usize,
+}
+
+/// What [`AttentionGrad::backward`] needs from the forward pass; also holds the weights.
+#[derive(Debug, Clone)]
+pub struct AttentionCache {
+    xq: Array2<f64>,
+    xkv: Array2<f64>,
+    q: Array2<f64>,
+    k: Array2<f64>,
+    v: Array2<f64>,
+    concat: Array2<f64>,
+    /// `weights[b * heads + i]`: head `i`'s weights for sequence `b`, `m x n`.
+    weights: Vec<Array2<f64>>,
+    batch: usize,
+    heads: usize,
+}
+
+impl AttentionCache {
+    /// Head `head`'s attention weights for sequence `seq` of the batch (`m x n`, queries by
+    /// keys).
+    ///
+    /// # Panics
+    ///
+    /// If `seq` or `head` is out of range.
+    #[track_caller]
+    pub fn weights(&self, seq: usize, head: usize) -> &Array2<f64> {
+        assert!(
+            seq < self.batch && head < self.heads,
+            "AttentionCache::weights: out of range"
+        );
+        &self.weights[seq * self.heads + head]
+    }
+}
+
+impl AttentionGrad {
+    /// Xavier-uniform projections, zero biases.
+    ///
+    /// # Panics
+    ///
+    /// If the head counts do not divide: [`AttentionGrad::try_new`] returns an error instead.
+    #[track_caller]
+    pub fn new<R: Rng + ?Sized>(
+        d_model: usize,
+        heads: usize,
+        kv_heads: usize,
+        rng: &mut R,
+    ) -> Self {
+        match Self::try_new(d_model, heads, kv_heads, rng) {
+            Ok(a) => a,
+            Err(e) => panic!("AttentionGrad::new: {e}"),
+        }
+    }
+
+    /// Like [`AttentionGrad::new`], but `heads == 0`, `kv_heads == 0`, `d_model % heads != 0`
+    /// or `heads % kv_heads != 0` is an [`AttentionError::InvalidConfig`].
+    pub fn try_new<R: Rng + ?Sized>(
+        d_model: usize,
+        heads: usize,
+        kv_heads: usize,
+        rng: &mut R,
+    ) -> Result<Self, AttentionError> {
+        if heads == 0
+            || kv_heads == 0
+            || !d_model.is_multiple_of(heads)
+            || !heads.is_multiple_of(kv_heads)
+        {
+            return Err(AttentionError::InvalidConfig(format!(
+                "d_model {d_model}, heads {heads}, kv_heads {kv_heads}: need heads | d_model and kv_heads | heads"
+            )));
+        }
+        let d_head = d_model / heads;
+        Ok(Self {
+            w_q: Linear::new(d_model, heads * d_head, rng),
+            w_k: Linear::new(d_model, kv_heads * d_head, rng),
+            w_v: Linear::new(d_model, kv_heads * d_head, rng),
+            w_o: Linear::new(heads * d_head, d_model, rng),
+            heads,
+            kv_heads,
+        })
+    }
+
+    /// Number of query heads.
+    pub fn heads(&self) -> usize {
+        self.heads
+    }
+
+    /// Number of key/value heads.
+    pub fn kv_heads(&self) -> usize {
+        self.kv_heads
+    }
+
+    /// Width of one head.
+    pub fn d_head(&self) -> usize {
+        self.w_q.w.ncols() / self.heads
+    }
+
+    fn kv_head(&self, i: usize) -> usize {
+        i / (self.heads / self.kv_heads)
+    }
+
+    /// Attention from the queries `xq` (`batch * m` rows) to the keys/values `xkv`
+    /// (`batch * n` rows); `mask` (`m x n`, `true` = may attend) applies to every sequence.
+    ///
+    /// # Panics
+    ///
+    /// If the row counts are not multiples of `batch`, the mask is not `m x n`, or a mask row
+    /// is all `false`.
+    #[track_caller]
+    pub fn forward(
+        &self,
+        xq: &Array2<f64>,
+        xkv: &Array2<f64>,
+        batch: usize,
+        mask: Option<&Array2<bool>>,
+    ) -> (Array2<f64>, AttentionCache) {
+        assert!(
+            batch > 0 && xq.nrows().is_multiple_of(batch) && xkv.nrows().is_multiple_of(batch),
+            "AttentionGrad::forward: rows are not a multiple of the batch"
+        );
+        let (m, n) = (xq.nrows() / batch, xkv.nrows() / batch);
+        if let Some(mask) = mask {
+            assert_eq!(mask.dim(), (m, n), "AttentionGrad::forward: mask shape");
+        }
+        let dh = self.d_head();
+        let scale = 1.0 / (dh as f64).sqrt();
+        let q = self.w_q.forward(xq);
+        let k = self.w_k.forward(xkv);
+        let v = self.w_v.forward(xkv);
+        let mut concat = Array2::zeros((batch * m, self.heads * dh));
+        let mut weights = Vec::with_capacity(batch * self.heads);
+        for b in 0..batch {
+            for i in 0..self.heads {
+                let g = self.kv_head(i);
+                let qi = q.slice(s![b * m..(b + 1) * m, i * dh..(i + 1) * dh]);
+                let kg = k.slice(s![b * n..(b + 1) * n, g * dh..(g + 1) * dh]);
+                let vg = v.slice(s![b * n..(b + 1) * n, g * dh..(g + 1) * dh]);
+                let scores = qi.dot(&kg.t()) * scale;
+                let a = match mask {
+                    Some(mask) => masked_softmax_rows(&scores, mask)
+                        .unwrap_or_else(|e| panic!("AttentionGrad::forward: {e}")),
+                    None => softmax_rows(&scores),
+                };
+                concat
+                    .slice_mut(s![b * m..(b + 1) * m, i * dh..(i + 1) * dh])
+                    .assign(&a.dot(&vg));
+                weights.push(a);
+            }
+        }
+        let y = self.w_o.forward(&concat);
+        let cache = AttentionCache {
+            xq: xq.clone(),
+            xkv: xkv.clone(),
+            q,
+            k,
+            v,
+            concat,
+            weights,
+            batch,
+            heads: self.heads,
+        };
+        (y, cache)
+    }
+
+    /// Backward pass: returns `(dL/dxq, dL/dxkv)` and adds the projections' gradients into
+    /// `grads`. For self-attention (`xq` and `xkv` the same matrix) the caller adds the two.
+    ///
+    /// Per sequence and head, with `G = dL/dhead_i`: `dL/dV_g += A^T G`, `dL/dA = G V_g^T`,
+    /// each row of `dL/dS` is the softmax backward of its row, and
+    /// `dL/dQ_i = dL/dS K_g / sqrt(d_head)`, `dL/dK_g += dL/dS^T Q_i / sqrt(d_head)`.
+    pub fn backward(
+        &self,
+        cache: &AttentionCache,
+        grad_y: &Array2<f64>,
+        grads: &mut Self,
+    ) -> (Array2<f64>, Array2<f64>) {
+        let batch = cache.batch;
+        let (m, n) = (cache.xq.nrows() / batch, cache.xkv.nrows() / batch);
+        let dh = self.d_head();
+        let scale = 1.0 / (dh as f64).sqrt();
+        let g_concat = self.w_o.backward(&cache.concat, grad_y, &mut grads.w_o);
+        let mut gq = Array2::zeros(cache.q.raw_dim());
+        let mut gk = Array2::zeros(cache.k.raw_dim());
+        let mut gv = Array2::zeros(cache.v.raw_dim());
+        for b in 0..batch {
+            for i in 0..self.heads {
+                let g = self.kv_head(i);
+                let a = &cache.weights[b * self.heads + i];
+                let rows_q = b * m..(b + 1) * m;
+                let rows_k = b * n..(b + 1) * n;
+                let cols_q = i * dh..(i + 1) * dh;
+                let cols_k = g * dh..(g + 1) * dh;
+                let go = g_concat.slice(s![rows_q.clone(), cols_q.clone()]);
+                let vg = cache.v.slice(s![rows_k.clone(), cols_k.clone()]);
+                let kg = cache.k.slice(s![rows_k.clone(), cols_k.clone()]);
+                let qi = cache.q.slice(s![rows_q.clone(), cols_q.clone()]);
+                let mut gvg = gv.slice_mut(s![rows_k.clone(), cols_k.clone()]);
+                gvg += &a.t().dot(&go);
+                let ga = go.dot(&vg.t());
+                let mut gs = Array2::zeros((m, n));
+                for (r, mut row) in gs.rows_mut().into_iter().enumerate() {
+                    row.assign(&softmax_backward(&a.row(r), &ga.row(r)));
+                }
+                gs *= scale;
+                gq.slice_mut(s![rows_q, cols_q]).assign(&gs.dot(&kg));
+                let mut gkg = gk.slice_mut(s![rows_k, cols_k]);
+                gkg += &gs.t().dot(&qi);
+            }
+        }
+        let gxq = self.w_q.backward(&cache.xq, &gq, &mut grads.w_q);
+        let gxkv = self.w_k.backward(&cache.xkv, &gk, &mut grads.w_k)
+            + self.w_v.backward(&cache.xkv, &gv, &mut grads.w_v);
+        (gxq, gxkv)
+    }
+}
+
+impl Params for AttentionGrad {
+    fn params(&self) -> Vec<ArrayViewD<'_, f64>> {
+        [&self.w_q, &self.w_k, &self.w_v, &self.w_o]
+            .into_iter()
+            .flat_map(|l| l.params())
+            .collect()
+    }
+    fn params_mut(&mut self) -> Vec<ArrayViewMutD<'_, f64>> {
+        [&mut self.w_q, &mut self.w_k, &mut self.w_v, &mut self.w_o]
+            .into_iter()
+            .flat_map(|l| l.params_mut())
+            .collect()
+    }
+    fn zeros_like(&self) -> Self {
+        Self {
+            w_q: self.w_q.zeros_like(),
+            w_k: self.w_k.zeros_like(),
+            w_v: self.w_v.zeros_like(),
+            w_o: self.w_o.zeros_like(),
+            heads: self.heads,
+            kv_heads: self.kv_heads,
+        }
+    }
+}
+
+/// Mean cross-entropy of the rows of `logits` (`rows x vocab`) against `targets`
+/// (`L = -1/rows sum_r ln softmax(logits_r)[targets_r]`) and its gradient with respect to the
+/// logits, `(softmax(logits_r) - onehot(targets_r)) / rows`.
+///
+/// ```
+/// use attention::softmax_cross_entropy;
+/// use ndarray::array;
+///
+/// let (loss, grad) = softmax_cross_entropy(&array![[0.0, 0.0]], &[1]);
+/// assert!((loss - 2f64.ln()).abs() < 1e-12);
+/// assert_eq!(grad, array![[0.5, -0.5]]);
+/// ```
+///
+/// # Panics
+///
+/// If there is not one target per row or a target is out of range.
+#[track_caller]
+pub fn softmax_cross_entropy(logits: &Array2<f64>, targets: &[usize]) -> (f64, Array2<f64>) {
+    assert_eq!(
+        logits.nrows(),
+        targets.len(),
+        "softmax_cross_entropy: one target per row"
+    );
+    let rows = targets.len() as f64;
+    let mut loss = 0.0;
+    let mut grad = Array2::zeros(logits.raw_dim());
+    for ((row, &t), mut g) in logits.rows().into_iter().zip(targets).zip(grad.rows_mut()) {
+        assert!(
+            t < row.len(),
+            "softmax_cross_entropy: target {t} out of range"
+        );
+        let ls = log_softmax(&row);
+        loss -= ls[t];
+        g.assign(&(ls.mapv(f64::exp) / rows));
+        g[t] -= 1.0 / rows;
+    }
+    (loss / rows, grad)
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use ndarray::{Array1, Array2};
+    use rand::SeedableRng;
+    use rand::rngs::StdRng;
+
+    use super::*;
+    use crate::init::randn2;
+    use crate::mask::causal_mask;
+    use crate::test_util::assert_grad_close;
+
+    /// Central differences of `loss` with respect to every parameter of `model`, compared
+    /// with `grads` tensor by tensor (relative error < 1e-6).
+    pub(crate) fn check_params<P: Params + Clone>(model: &P, grads: &P, loss: impl Fn(&P) -> f64) {
+        const EPS: f64 = 1e-5;
+        let mut probe = model.clone();
+        let analytic = grads.to_vec();
+        for (t, a) in analytic.iter().enumerate() {
+            let mut numeric = Vec::with_capacity(a.len());
+            for i in 0..a.len() {
+                let mut at = |delta: f64| {
+                    let orig;
+                    {
+                        let mut ps = probe.params_mut();
+                        let slot = ps[t].iter_mut().nth(i).expect("entry");
+                        orig = *slot;
+                        *slot = orig + delta;
+                    }
+                    let value = loss(&probe);
+                    *probe.params_mut()[t].iter_mut().nth(i).expect("entry") = orig;
+                    value
+                };
+                numeric.push((at(EPS) - at(-EPS)) / (2.0 * EPS));
+            }
+            let a1 = Array1::from_iter(a.iter().copied());
+            let n1 = Array1::from(numeric);
+            // The key bias shifts every score of a row alike, which softmax ignores: its
+            // gradient is exactly zero, and then both sides must say so.
+            let tiny = |x: &Array1<f64>| x.iter().all(|v| v.abs() < 1e-9);
+            if tiny(&a1) && tiny(&n1) {
+                continue;
+            }
+            assert_grad_close(&a1, &n1);
+        }
+    }
+
+    /// Central differences with respect to an input matrix.
+    pub(crate) fn check_input(
+        x: &Array2<f64>,
+        analytic: &Array2<f64>,
+        loss: impl Fn(&Array2<f64>) -> f64,
+    ) {
+        let numeric = crate::test_util::numeric_grad(x, loss);
+        assert_grad_close(analytic, &numeric);
+    }
+
+    fn rng() -> StdRng {
+        StdRng::seed_from_u64(42)
+    }
+
+    /// A fixed random projection `sum(y ⊙ r)`, so every output entry matters.
+    fn probe_loss(y: &Array2<f64>, r: &Array2<f64>) -> f64 {
+        (y * r).sum()
+    }
+
+    #[test]
+    fn linear_gradients() {
+        let mut rng = rng();
+        let mut lin = Linear::new(4, 3, &mut rng);
+        lin.b = crate::init::randn1(3, &mut rng);
+        let x = randn2(5, 4, &mut rng);
+        let r = randn2(5, 3, &mut rng);
+        let mut grads = lin.zeros_like();
+        let gx = lin.backward(&x, &r, &mut grads);
+        check_params(&lin, &grads, |l| probe_loss(&l.forward(&x), &r));
+        check_input(&x, &gx, |x| probe_loss(&lin.forward(x), &r));
+    }
+
+    #[test]
+    fn embedding_gradients() {
+        let mut rng = rng();
+        let e = Embedding::new(4, 3, &mut rng);
+        let ids = [1, 3, 1, 0];
+        let r = randn2(4, 3, &mut rng);
+        let mut grads = e.zeros_like();
+        e.backward(&ids, &r, &mut grads);
+        check_params(&e, &grads, |e| probe_loss(&e.forward(&ids), &r));
+        assert_eq!(grads.table.row(2).sum(), 0.0);
+    }
+
+    #[test]
+    fn layer_norm_gradients() {
+        let mut rng = rng();
+        let mut ln = LayerNormGrad::new(5);
+        ln.gamma = crate::init::randn1(5, &mut rng);
+        ln.beta = crate::init::randn1(5, &mut rng);
+        let x = randn2(3, 5, &mut rng);
+        let r = randn2(3, 5, &mut rng);
+        let (_, cache) = ln.forward(&x);
+        let mut grads = ln.zeros_like();
+        let gx = ln.backward(&cache, &r, &mut grads);
+        check_params(&ln, &grads, |l| probe_loss(&l.forward(&x).0, &r));
+        check_input(&x, &gx, |x| probe_loss(&ln.forward(x).0, &r));
+    }
+
+    #[test]
+    fn layer_norm_rows_have_zero_mean_unit_variance() {
+        let x = randn2(4, 16, &mut rng());
+        let (y, _) = LayerNormGrad::new(16).forward(&x);
+        for row in y.rows() {
+            assert!(row.mean().unwrap().abs() < 1e-12);
+            let var = row.mapv(|v| v * v).mean().unwrap();
+            assert!((var - 1.0).abs() < 1e-3, "{var}");
+        }
+    }
+
+    #[test]
+    fn feed_forward_gradients() {
+        let mut rng = rng();
+        let mut ff = FeedForwardGrad::new(4, 6, &mut rng);
+        ff.l1.b = crate::init::randn1(6, &mut rng) * 0.5;
+        let x = randn2(5, 4, &mut rng);
+        let r = randn2(5, 4, &mut rng);
+        let (_, cache) = ff.forward(&x);
+        let mut grads = ff.zeros_like();
+        let gx = ff.backward(&cache, &r, &mut grads);
+        check_params(&ff, &grads, |f| probe_loss(&f.forward(&x).0, &r));
+        check_input(&x, &gx, |x| probe_loss(&ff.forward(x).0, &r));
+    }
+
+    fn attention_case(heads: usize, kv_heads: usize, masked: bool) {
+        let mut rng = rng();
+        let mut attn = AttentionGrad::new(8, heads, kv_heads, &mut rng);
+        for l in [&mut attn.w_q, &mut attn.w_k, &mut attn.w_v, &mut attn.w_o] {
+            l.b = crate::init::randn1(l.b.len(), &mut rng) * 0.3;
+        }
+        let (batch, m, n) = (2, 3, if masked { 3 } else { 4 });
+        let xq = randn2(batch * m, 8, &mut rng);
+        let xkv = randn2(batch * n, 8, &mut rng);
+        let mask = masked.then(|| causal_mask(3));
+        let r = randn2(batch * m, 8, &mut rng);
+        let (_, cache) = attn.forward(&xq, &xkv, batch, mask.as_ref());
+        let mut grads = attn.zeros_like();
+        let (gxq, gxkv) = attn.backward(&cache, &r, &mut grads);
+        let f = |a: &AttentionGrad, xq: &Array2<f64>, xkv: &Array2<f64>| {
+            probe_loss(&a.forward(xq, xkv, batch, mask.as_ref()).0, &r)
+        };
+        check_params(&attn, &grads, |a| f(a, &xq, &xkv));
+        check_input(&xq, &gxq, |x| f(&attn, x, &xkv));
+        check_input(&xkv, &gxkv, |x| f(&attn, &xq, x));
+    }
+
+    #[test]
+    fn cross_attention_gradients() {
+        attention_case(2, 2, false);
+    }
+
+    #[test]
+    fn masked_attention_gradients() {
+        attention_case(4, 4, true);
+    }
+
+    #[test]
+    fn grouped_query_attention_gradients() {
+        attention_case(4, 2, false);
+        attention_case(4, 1, true);
+    }
+
+    #[test]
+    fn grouped_heads_share_keys_and_values() {
+        let attn = AttentionGrad::new(8, 4, 1, &mut rng());
+        assert_eq!(attn.w_k.w.dim(), (8, 2));
+        let x = randn2(3, 8, &mut rng());
+        let (_, cache) = attn.forward(&x, &x, 1, None);
+        // Same keys for every head, different queries: different weights.
+        assert_ne!(cache.weights(0, 0), cache.weights(0, 1));
+        assert_eq!(attn.param_count(), 2 * (8 * 8 + 8) + 2 * (8 * 2 + 2));
+    }
+
+    #[test]
+    fn bad_head_counts_are_errors() {
+        assert!(AttentionGrad::try_new(8, 3, 3, &mut rng()).is_err());
+        assert!(AttentionGrad::try_new(8, 4, 3, &mut rng()).is_err());
+        assert!(AttentionGrad::try_new(8, 4, 0, &mut rng()).is_err());
+    }
+
+    #[test]
+    fn cross_entropy_gradient() {
+        let mut rng = rng();
+        let logits = randn2(4, 5, &mut rng);
+        let targets = [0, 4, 2, 2];
+        let (_, g) = softmax_cross_entropy(&logits, &targets);
+        check_input(&logits, &g, |l| softmax_cross_entropy(l, &targets).0);
+    }
+}
