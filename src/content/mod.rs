@@ -61,6 +61,12 @@ impl Chapter {
         })
     }
 
+    /// An unnumbered appendix page, listed after the chapters (front matter `appendix = true`,
+    /// or a file under `content/appendix/`).
+    pub fn is_appendix(&self) -> bool {
+        self.front.appendix
+    }
+
     /// The Markdown body.
     pub fn body(&self) -> &str {
         &self.source[self.body_offset..]
@@ -112,7 +118,8 @@ pub struct Series {
     pub root: PathBuf,
     /// `site.toml`.
     pub config: Config,
-    /// Chapters ordered by `number` (drafts only when asked for).
+    /// Chapters ordered by `number`, then the appendix pages by file name (drafts only when
+    /// asked for).
     pub chapters: Vec<Chapter>,
     /// Their tags and categories, each with a unique slug.
     pub taxonomy: Taxonomy,
@@ -187,7 +194,8 @@ pub fn load(root: &Path, include_drafts: bool) -> Result<Series, Diagnostics> {
         .into_iter()
         .filter(|c| include_drafts || !c.front.draft)
         .collect();
-    chapters.sort_by_key(|c| c.front.number);
+    // Walk order is file name order, so a stable sort keeps the appendices in it.
+    chapters.sort_by_key(|c| (c.is_appendix(), c.front.number));
     Ok(Series {
         root: root.to_path_buf(),
         config,
@@ -274,7 +282,10 @@ fn check_unique(chapters: &[Chapter], diagnostics: &mut Diagnostics) {
     let mut numbers: BTreeMap<u32, &Chapter> = BTreeMap::new();
     let mut slugs: BTreeMap<&str, &Chapter> = BTreeMap::new();
     for chapter in chapters {
-        if let Some(first) = numbers.insert(chapter.front.number, chapter) {
+        // Appendix pages have no number, but they share the URL space: slugs are checked.
+        if !chapter.is_appendix()
+            && let Some(first) = numbers.insert(chapter.front.number, chapter)
+        {
             diagnostics.push(duplicate(
                 chapter,
                 "number",

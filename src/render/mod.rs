@@ -141,7 +141,10 @@ impl<'a> SiteView<'a> {
 pub struct ChapterView<'a> {
     title: &'a str,
     number: u32,
+    /// `07` for a chapter, `附录` for an appendix page.
     number_label: String,
+    /// An unnumbered appendix page: templates print `附录` instead of `第 N 篇`.
+    appendix: bool,
     slug: &'a str,
     url: String,
     date: Option<String>,
@@ -171,7 +174,8 @@ impl<'a> ChapterView<'a> {
         ChapterView {
             title: &chapter.front.title,
             number: chapter.front.number,
-            number_label: format!("{:02}", chapter.front.number),
+            number_label: number_label(chapter),
+            appendix: chapter.is_appendix(),
             slug: &chapter.slug,
             url: chapter_url(base_path, &chapter.slug),
             permalink: format!("{base_url}{}/", chapter.slug),
@@ -197,6 +201,15 @@ impl<'a> ChapterView<'a> {
                 .map(|d| format!("{d}T00:00:00Z"))
                 .unwrap_or_default(),
         }
+    }
+}
+
+/// How lists and breadcrumbs label a page: its number, or `附录` for an appendix page.
+pub fn number_label(chapter: &Chapter) -> String {
+    if chapter.is_appendix() {
+        "附录".to_string()
+    } else {
+        format!("{:02}", chapter.front.number)
     }
 }
 
@@ -377,6 +390,7 @@ pub fn feed(tera: &Tera, series: &Series, template: &str) -> Result<String, Diag
     let mut chapters: Vec<ChapterView<'_>> = series
         .chapters
         .iter()
+        .filter(|c| with_appendices || !c.is_appendix())
         .map(|c| ChapterView::with_base_url(c, &site.base_path, &site.base_url, &series.taxonomy))
         .collect();
     chapters.sort_by(|a, b| b.updated.cmp(&a.updated).then(b.number.cmp(&a.number)));

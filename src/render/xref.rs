@@ -112,6 +112,9 @@ fn resolve(
     let same = target.chapter.slug == from.slug;
     let chapter_prefix = if same {
         String::new()
+    } else if target.chapter.is_appendix() {
+        // An appendix has no number to name it by: its title does.
+        format!("附录《{}》", target.chapter.front.title)
     } else {
         format!("第 {} 篇", target.chapter.front.number)
     };
