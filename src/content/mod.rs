@@ -5,6 +5,7 @@
 //! a string); only [`load`] touches the file system.
 
 mod front_matter;
+pub mod glossary;
 pub mod taxonomy;
 
 use std::collections::BTreeMap;
@@ -18,6 +19,7 @@ use crate::lab::ChapterRun;
 use crate::markdown::Doc;
 use crate::quotes::Binding;
 pub use front_matter::FrontMatter;
+pub use glossary::Glossary;
 pub use taxonomy::Taxonomy;
 
 /// One chapter: its source text and front matter. Later stages enrich it.
@@ -123,6 +125,8 @@ pub struct Series {
     pub chapters: Vec<Chapter>,
     /// Their tags and categories, each with a unique slug.
     pub taxonomy: Taxonomy,
+    /// `content/glossary.toml`, if the site has one.
+    pub glossary: Option<Glossary>,
 }
 
 impl Series {
@@ -179,6 +183,10 @@ pub fn load(root: &Path, include_drafts: bool) -> Result<Series, Diagnostics> {
         std::mem::take(&mut diagnostics)
     });
     let chapters = load_chapters(root, &mut diagnostics);
+    let glossary = glossary::load(root).unwrap_or_else(|problems| {
+        diagnostics.extend(problems);
+        None
+    });
     let config = match config {
         Ok(c) => c,
         Err(mut d) => {
@@ -201,6 +209,7 @@ pub fn load(root: &Path, include_drafts: bool) -> Result<Series, Diagnostics> {
         config,
         taxonomy: Taxonomy::of(&chapters),
         chapters,
+        glossary,
     })
 }
 

@@ -88,6 +88,11 @@ pub enum Piece {
         /// The code.
         text: String,
     },
+    /// A `{{glossary}}` line: the terms and notation of `content/glossary.toml` as tables.
+    Glossary {
+        /// Byte span in the chapter file.
+        span: Range<usize>,
+    },
     /// A `{{table: name}}` or `{{figure: name}}` line.
     Placement {
         /// Table or figure.
@@ -118,6 +123,9 @@ pub struct Doc {
     pub refs: Vec<refs::CrossRef>,
     /// Citations (`[@key]`).
     pub citations: Vec<cite::Citation>,
+    /// Byte spans of the prose: text that maps byte for byte onto the source, outside code,
+    /// math, quoted numbers and autolinks (what the glossary rule reads).
+    pub prose: Vec<Range<usize>>,
 }
 
 impl Doc {
@@ -421,22 +429,47 @@ impl<'c> Builder<'c> {
     /// Pushes text, turning cross-references into pieces; `at` is the text's file offset when
     /// the text maps byte for byte onto the source (references elsewhere stay text).
     fn plain_text(&mut self, text: &str, at: Option<usize>) {
-        let Some(at) = at.filter(|_| text.contains('@') && self.autolinks == 0) else {
+        let Some(at) = at.filter(|_| self.autolinks == 0) else {
             return self.push_text(text);
         };
+        if !text.contains('@') {
+            self.prose(at..at + text.len());
+            return self.push_text(text);
+        }
         // Mid-text, a backslash before `@` is literal (an escape would have split the event);
         // only a backslash just before the event can have escaped its first `@`.
         let escaped_start = inline::escaped(&self.chapter.source, at);
+        let mut next = at;
         for part in refs::split(text, at, escaped_start) {
             match part {
-                Err(text) => self.push_text(text),
+                Err(text) => {
+                    self.prose(next..next + text.len());
+                    next += text.len();
+                    self.push_text(text);
+                }
                 Ok(r) => {
+                    next = r.span.end;
                     let chapter = self.chapter;
                     self.heading_text(&chapter.source[r.span.clone()]);
                     self.doc.refs.push(r);
                     self.doc.pieces.push(Piece::Ref(self.doc.refs.len() - 1));
                 }
             }
+        }
+    }
+
+    /// Notes a run of prose (a reference's label is syntax, not prose, and is left out).
+    fn prose(&mut self, span: Range<usize>) {
+        if !span.is_empty() {
+            self.doc.prose.push(span);
+        }
+    }
+
+    /// The last text event was syntax (a placement line, an equation label): it is not prose
+    /// for the glossary rule.
+    fn not_prose(&mut self) {
+        if self.doc.prose.last() == Some(&self.last_text_span) {
+            self.doc.prose.pop();
         }
     }
 
@@ -497,6 +530,7 @@ impl<'c> Builder<'c> {
         let start = self.paragraph_start.take().unwrap_or(self.doc.pieces.len());
         if let Some(piece) = self.placement(start) {
             self.doc.pieces.truncate(start);
+            self.not_prose();
             self.doc.pieces.push(piece);
         } else if self.label_equation(start) || self.only_display_math(start) {
             // `<p>` cannot hold a display block: drop the paragraph around it.
@@ -527,6 +561,7 @@ impl<'c> Builder<'c> {
         };
         self.doc.maths[math].label = Some(label);
         self.doc.pieces.truncate(last);
+        self.not_prose();
         self.only_display_math(start)
     }
 
@@ -552,6 +587,11 @@ impl<'c> Builder<'c> {
             return None;
         };
         let inner = text.trim().strip_prefix("{{")?.strip_suffix("}}")?;
+        if inner.trim() == "glossary" {
+            return Some(Piece::Glossary {
+                span: self.last_text_span.clone(),
+            });
+        }
         let (kind, name) = inner.split_once(':')?;
         let kind = match kind.trim() {
             "table" => PlacementKind::Table,

@@ -36,6 +36,8 @@ pub struct PageInputs<'a> {
     pub highlighter: &'a highlight::Highlighter,
     /// `[lab] fold_lines`: blocks showing more lines start folded.
     pub fold_lines: Option<usize>,
+    /// The glossary's tables, for a `{{glossary}}` line (empty when no page places them).
+    pub glossary: &'a str,
 }
 
 /// Renders the chapter body.
@@ -236,6 +238,7 @@ fn piece_event(
         Piece::Code { lang, text } => {
             Event::Html(code_html(inputs.highlighter, lang.as_deref(), text).into())
         }
+        Piece::Glossary { .. } => Event::Html(inputs.glossary.to_string().into()),
         Piece::Placement {
             kind: PlacementKind::Figure,
             name,

@@ -6,6 +6,7 @@
 
 pub mod cache;
 pub mod cite;
+pub mod glossary;
 pub mod highlight;
 pub mod html;
 pub mod links;
@@ -385,8 +386,11 @@ pub fn not_found_page(tera: &Tera, series: &Series) -> Result<String, Diagnostic
 }
 
 /// Renders an XML template (`atom.xml`, `sitemap.xml`) over the whole series, newest first.
+/// The Atom feed announces articles, so it leaves the appendix pages out (a glossary is not
+/// news); the sitemap lists every page.
 pub fn feed(tera: &Tera, series: &Series, template: &str) -> Result<String, Diagnostic> {
     let site = SiteView::new(&series.config);
+    let with_appendices = template != "atom.xml";
     let mut chapters: Vec<ChapterView<'_>> = series
         .chapters
         .iter()

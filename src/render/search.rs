@@ -331,7 +331,8 @@ fn sections(chapter: &Chapter) -> Vec<Section<'_>> {
             Piece::Math(_)
             | Piece::Experiment(_)
             | Piece::Code { .. }
-            | Piece::Placement { .. } => "\n".into(),
+            | Piece::Placement { .. }
+            | Piece::Glossary { .. } => "\n".into(),
             // Citations and cross-references are rendered from state of their own; their
             // labels ("[1]", "图 2") are not what a reader searches for.
             _ => continue,

@@ -157,6 +157,11 @@ fn load(root: &Path, drafts: bool, diagnostics: &mut Diagnostics) -> Option<Seri
         })
         .collect();
     diagnostics.extend(problems.into_iter().flatten());
+    if let Some(glossary) = &series.glossary {
+        for chapter in &series.chapters {
+            diagnostics.extend(glossary.check(chapter));
+        }
+    }
     Some(series)
 }
 
@@ -203,8 +208,9 @@ fn drift_diagnostic(location: Location, quoted: &str, binding: &quotes::Binding)
     .with_help("run `attnbook verify --fix` to update the prose, or change the experiment")
 }
 
-/// Placements must name a table or figure the chapter recorded.
+/// Placements must name a table or figure the chapter recorded; `{{glossary}}` needs the file.
 fn check_placements(series: &Series, diagnostics: &mut Diagnostics) {
+    check_glossary_placements(series, diagnostics);
     // A chapter without results has its failure reported already.
     for chapter in series.chapters.iter().filter(|c| !c.lacks_results()) {
         let results = chapter.run.as_ref().map(|r| &r.results);
@@ -240,6 +246,43 @@ fn check_placements(series: &Series, diagnostics: &mut Diagnostics) {
                 diagnostics.push(d);
             }
         }
+    }
+}
+
+fn check_glossary_placements(series: &Series, diagnostics: &mut Diagnostics) {
+    if series.glossary.is_some() {
+        return;
+    }
+    for chapter in &series.chapters {
+        for piece in &chapter.doc.pieces {
+            if let Piece::Glossary { span } = piece {
+                diagnostics.push(
+                    Diagnostic::error("`{{glossary}}` but the site has no glossary")
+                        .at(chapter.location(span.clone()))
+                        .with_help(format!(
+                            "create {} with `[[term]]` and `[[notation]]` entries",
+                            crate::content::glossary::PATH
+                        )),
+                );
+            }
+        }
+    }
+}
+
+/// The glossary's tables, rendered once when some page places them.
+fn glossary_html(series: &Series) -> String {
+    let placed = series.chapters.iter().any(|c| {
+        c.doc
+            .pieces
+            .iter()
+            .any(|p| matches!(p, Piece::Glossary { .. }))
+    });
+    match &series.glossary {
+        Some(glossary) if placed => {
+            let renderer = MathRenderer::new(&series.config.katex.macros);
+            render::glossary::html(glossary, &renderer)
+        }
+        _ => String::new(),
     }
 }
 
@@ -510,6 +553,7 @@ fn render_chapters(
 ) {
     let base_path = series.config.base_path();
     let fold_lines = series.config.lab.fold_lines;
+    let glossary = glossary_html(series);
     let per_chapter = rendered
         .maths
         .par_iter()
@@ -527,6 +571,7 @@ fn render_chapters(
                 citations: &citations.inline,
                 highlighter,
                 fold_lines,
+                glossary: &glossary,
             };
             chapter.html = html::body_html(&inputs);
             let headings = html::headings_html(&inputs);
