@@ -12,6 +12,7 @@ pub mod html;
 pub mod links;
 pub mod math;
 pub mod search;
+pub mod svg;
 pub mod taxonomy;
 pub mod tex_text;
 pub mod xref;

@@ -333,6 +333,7 @@ fn sections(chapter: &Chapter) -> Vec<Section<'_>> {
             | Piece::Code { .. }
             | Piece::Placement { .. }
             | Piece::Glossary { .. } => "\n".into(),
+            Piece::ImageFigure(i) => format!("\n{}\n", doc.image_figures[*i].caption).into(),
             // Citations and cross-references are rendered from state of their own; their
             // labels ("[1]", "图 2") are not what a reader searches for.
             _ => continue,

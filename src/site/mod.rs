@@ -157,12 +157,43 @@ fn load(root: &Path, drafts: bool, diagnostics: &mut Diagnostics) -> Option<Seri
         })
         .collect();
     diagnostics.extend(problems.into_iter().flatten());
+    load_diagrams(&mut series, diagnostics);
     if let Some(glossary) = &series.glossary {
         for chapter in &series.chapters {
             diagnostics.extend(glossary.check(chapter));
         }
     }
     Some(series)
+}
+
+/// Reads and sanitises the SVG files of image figures, to inline them. A missing file or one
+/// outside `static/` is left to the link check, which reports it once.
+fn load_diagrams(series: &mut Series, diagnostics: &mut Diagnostics) {
+    let statics = series.root.join("static");
+    for chapter in &mut series.chapters {
+        let mut problems = Vec::new();
+        for figure in chapter.doc.image_figures.iter_mut() {
+            if !figure.is_local_svg() || figure.dest.starts_with('/') || figure.dest.contains("..") {
+                continue;
+            }
+            let Ok(text) = std::fs::read_to_string(statics.join(&figure.dest)) else {
+                continue;
+            };
+            match render::svg::inline(&text, &figure.caption) {
+                Ok(svg) => figure.svg = Some(svg),
+                Err(reasons) => problems.push((figure.span.clone(), figure.dest.clone(), reasons)),
+            }
+        }
+        for (span, dest, reasons) in problems {
+            let mut d = Diagnostic::error(format!("static/{dest} cannot be inlined"))
+                .at(chapter.location(span))
+                .with_help("remove scripts, event handlers and references outside the file from the SVG");
+            for reason in reasons {
+                d = d.with_note(reason);
+            }
+            diagnostics.push(d);
+        }
+    }
 }
 
 /// Stage 3: run the experiments and attach their results.
