@@ -35,7 +35,10 @@ fn the_index_lists_the_appendices_after_the_chapters_labelled_appendix() {
 fn an_appendix_page_says_appendix_not_a_number_and_keeps_the_navigation() {
     let site = built();
     let page = site.read("public/glossary/index.html");
-    assert!(page.contains("<p class=\"chapter-number\">附录</p>"), "{page}");
+    assert!(
+        page.contains("<p class=\"chapter-number\">附录</p>"),
+        "{page}"
+    );
     assert!(!page.contains("第 0 篇"), "{page}");
     let prev = at(&page, "class=\"prev\"");
     assert!(page[prev..].starts_with("class=\"prev\" href=\"/series/second/\""));
@@ -43,7 +46,10 @@ fn an_appendix_page_says_appendix_not_a_number_and_keeps_the_navigation() {
     assert!(page[next..].starts_with("class=\"next\" href=\"/series/colophon/\""));
     // The last chapter leads on into the appendices.
     let second = site.read("public/second/index.html");
-    assert!(second.contains("class=\"next\" href=\"/series/glossary/\""), "{second}");
+    assert!(
+        second.contains("class=\"next\" href=\"/series/glossary/\""),
+        "{second}"
+    );
 }
 
 #[test]
@@ -92,8 +98,9 @@ fn a_numbered_appendix_and_an_unnumbered_chapter_are_errors_at_their_lines() {
     let run = site.run(&["build"]);
     assert_eq!(run.code, 2, "{}", run.stderr);
     assert!(
-        run.stderr
-            .contains("content/appendix/01-glossary.md:3:1: error: an appendix page has no `number`"),
+        run.stderr.contains(
+            "content/appendix/01-glossary.md:3:1: error: an appendix page has no `number`"
+        ),
         "{}",
         run.stderr
     );
@@ -109,11 +116,12 @@ fn a_numbered_appendix_and_an_unnumbered_chapter_are_errors_at_their_lines() {
 #[test]
 fn an_appendix_shares_the_slug_space_with_the_chapters() {
     let site = Site::fixture("appendix");
-    site.write(
-        "content/appendix/first.md",
-        "+++\ntitle = \"重名\"\n+++\n",
-    );
+    site.write("content/appendix/first.md", "+++\ntitle = \"重名\"\n+++\n");
     let run = site.run(&["build"]);
     assert_eq!(run.code, 2, "{}", run.stderr);
-    assert!(run.stderr.contains("duplicate chapter slug `first`"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("duplicate chapter slug `first`"),
+        "{}",
+        run.stderr
+    );
 }

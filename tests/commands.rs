@@ -94,7 +94,14 @@ fn new_scaffolds_the_next_chapter_and_it_builds() {
         "{text}"
     );
     // The shape EDITORIAL.md asks for, with a seed.
-    for part in ["seed = ", "## 正文", "## 小结", "## 练习", "<details>\n<summary>答案</summary>", "references.yaml"] {
+    for part in [
+        "seed = ",
+        "## 正文",
+        "## 小结",
+        "## 练习",
+        "<details>\n<summary>答案</summary>",
+        "references.yaml",
+    ] {
         assert!(text.contains(part), "{part}: {text}");
     }
     let build = site.run(&["build", "--strict"]);
@@ -113,7 +120,11 @@ fn new_scaffolds_the_next_chapter_and_it_builds() {
     std::fs::create_dir(site.path("content/04-taken.md")).unwrap();
     let taken = site.run(&["new", "taken"]);
     assert_eq!(taken.code, 2, "{}", taken.stderr);
-    assert!(taken.stderr.contains("never overwrites"), "{}", taken.stderr);
+    assert!(
+        taken.stderr.contains("never overwrites"),
+        "{}",
+        taken.stderr
+    );
     assert!(site.path("content/04-taken.md").is_dir());
     let bad = site.run(&["new", "Bad Slug"]);
     assert!(bad.stderr.contains("is not a valid slug"));

@@ -12,18 +12,36 @@ fn an_svg_figure_is_inlined_numbered_and_referenced() {
     let run = site.run(&["build", "--strict"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     let page = site.read("public/a/index.html");
-    assert!(page.contains("<figure class=\"lab-figure diagram\" id=\"fig-flow\">"), "{page}");
+    assert!(
+        page.contains("<figure class=\"lab-figure diagram\" id=\"fig-flow\">"),
+        "{page}"
+    );
     assert!(
         page.contains("<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 200 60\" font-size=\"14\" role=\"img\"><title>编码器与解码器</title>"),
         "{page}"
     );
-    assert!(page.contains("fill=\"currentColor\">编码器</text>"), "{page}");
+    assert!(
+        page.contains("fill=\"currentColor\">编码器</text>"),
+        "{page}"
+    );
     assert!(!page.contains("<?xml"), "{page}");
-    assert!(page.contains("<span class=\"figure-label\">图 1</span> 编码器与解码器</figcaption>"), "{page}");
-    assert!(page.contains("<a class=\"xref\" href=\"#fig-flow\">图 1</a>"), "{page}");
+    assert!(
+        page.contains("<span class=\"figure-label\">图 1</span> 编码器与解码器</figcaption>"),
+        "{page}"
+    );
+    assert!(
+        page.contains("<a class=\"xref\" href=\"#fig-flow\">图 1</a>"),
+        "{page}"
+    );
     // Another image is a figure too, shown as <img>, numbered next.
-    assert!(page.contains("<img src=\"/figures/photo.png\" alt=\"一张照片\">"), "{page}");
-    assert!(page.contains("<a class=\"xref\" href=\"#fig-photo\">图 2</a>"), "{page}");
+    assert!(
+        page.contains("<img src=\"/figures/photo.png\" alt=\"一张照片\">"),
+        "{page}"
+    );
+    assert!(
+        page.contains("<a class=\"xref\" href=\"#fig-photo\">图 2</a>"),
+        "{page}"
+    );
     assert!(!page.contains("{#fig:"), "{page}");
 }
 
@@ -56,7 +74,12 @@ fn a_figure_image_that_is_missing_is_reported_once() {
     let run = site.run(&["build"]);
     assert_eq!(run.code, 2, "{}", run.stderr);
     assert_eq!(run.stderr.matches(": error:").count(), 1, "{}", run.stderr);
-    assert!(run.stderr.contains("error: image `figures/flow.svg` not found"), "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("error: image `figures/flow.svg` not found"),
+        "{}",
+        run.stderr
+    );
 }
 
 /// Diagrams and experiment charts share one numbering, in the order the page shows them.
@@ -80,7 +103,16 @@ fn a_diagram_before_an_experiment_chart_takes_number_one() {
     let run = site.run(&["build"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     let page = site.read("public/a/index.html");
-    assert!(page.contains("<a class=\"xref\" href=\"#fig-flow\">图 1</a>"), "{page}");
-    assert!(page.contains("<a class=\"xref\" href=\"#fig-weights\">图 2</a>"), "{page}");
-    assert!(page.contains("<span class=\"figure-label\">图 2</span> 两个权重"), "{page}");
+    assert!(
+        page.contains("<a class=\"xref\" href=\"#fig-flow\">图 1</a>"),
+        "{page}"
+    );
+    assert!(
+        page.contains("<a class=\"xref\" href=\"#fig-weights\">图 2</a>"),
+        "{page}"
+    );
+    assert!(
+        page.contains("<span class=\"figure-label\">图 2</span> 两个权重"),
+        "{page}"
+    );
 }

@@ -11,19 +11,34 @@ fn variants_in_prose_are_warnings_at_their_place_with_the_preferred_term() {
     let run = site.run(&["build"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     let at = |place: &str, variant: &str, term: &str| {
-        format!("content/01-first.md:{place}: warning: `{variant}` is a variant of the glossary term `{term}`")
+        format!(
+            "content/01-first.md:{place}: warning: `{variant}` is a variant of the glossary term `{term}`"
+        )
     };
     for (place, variant, term) in [
         ("6:4", "热图", "热力图"),
         ("8:3", "热图", "热力图"),
         ("8:16", "注意机制", "注意力"),
     ] {
-        assert!(run.stderr.contains(&at(place, variant, term)), "{}", run.stderr);
+        assert!(
+            run.stderr.contains(&at(place, variant, term)),
+            "{}",
+            run.stderr
+        );
     }
-    assert!(run.stderr.contains("help: write `热力图`"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("help: write `热力图`"),
+        "{}",
+        run.stderr
+    );
     // Inline code, a link destination, math and code blocks are not prose; `attnbook` is not
     // the ASCII variant `attn`; and 注意力 is not its own variant.
-    assert_eq!(run.stderr.matches("is a variant of").count(), 3, "{}", run.stderr);
+    assert_eq!(
+        run.stderr.matches("is a variant of").count(),
+        3,
+        "{}",
+        run.stderr
+    );
 }
 
 #[test]
@@ -31,7 +46,11 @@ fn strict_builds_and_check_fail_on_a_variant() {
     let site = Site::fixture("glossary");
     let strict = site.run(&["build", "--strict"]);
     assert_ne!(strict.code, 0, "{}", strict.stderr);
-    assert!(strict.stderr.contains("error: `热图` is a variant"), "{}", strict.stderr);
+    assert!(
+        strict.stderr.contains("error: `热图` is a variant"),
+        "{}",
+        strict.stderr
+    );
     let check = site.run(&["check"]);
     assert_eq!(check.code, 1, "{}", check.stderr);
     site.write(
@@ -52,7 +71,9 @@ fn the_glossary_page_renders_terms_and_notation_from_the_data_file() {
         page.contains("<tr id=\"term-heatmap\"><td>热力图</td><td lang=\"en\">heatmap</td><td>热图</td><td>权重矩阵的图</td></tr>"),
         "{page}"
     );
-    let notation = &page[page.find("<table class=\"notation\">").expect("notation table")..];
+    let notation = &page[page
+        .find("<table class=\"notation\">")
+        .expect("notation table")..];
     assert!(notation.contains("class=\"katex\""), "{notation}");
     assert!(notation.contains("键向量的维数"), "{notation}");
     assert!(!page.contains("{{glossary}}"), "{page}");
@@ -67,12 +88,18 @@ fn a_broken_glossary_or_a_missing_one_is_an_error_at_its_line() {
     );
     let run = site.run(&["build"]);
     assert_eq!(run.code, 2, "{}", run.stderr);
-    assert!(run.stderr.contains("content/glossary.toml:3:1: error"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("content/glossary.toml:3:1: error"),
+        "{}",
+        run.stderr
+    );
     std::fs::remove_file(site.path("content/glossary.toml")).unwrap();
     let run = site.run(&["build"]);
     assert_eq!(run.code, 2, "{}", run.stderr);
     assert!(
-        run.stderr.contains("content/appendix/glossary.md:5:1: error: `{{glossary}}` but the site has no glossary"),
+        run.stderr.contains(
+            "content/appendix/glossary.md:5:1: error: `{{glossary}}` but the site has no glossary"
+        ),
         "{}",
         run.stderr
     );

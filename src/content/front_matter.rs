@@ -288,9 +288,18 @@ mod tests {
         let src = "+++\ntitle = \"x\"\nnumber = 4\n+++\n";
         let errors = parse(Path::new("content/appendix/glossary.md"), src).unwrap_err();
         assert_eq!(loc(&errors[0]), (3, 1));
-        assert!(errors[0].message.contains("appendix"), "{}", errors[0].message);
+        assert!(
+            errors[0].message.contains("appendix"),
+            "{}",
+            errors[0].message
+        );
         let src = "+++\ntitle = \"x\"\n+++\n";
-        assert!(parse(Path::new("content/appendix/glossary.md"), src).unwrap().0.appendix);
+        assert!(
+            parse(Path::new("content/appendix/glossary.md"), src)
+                .unwrap()
+                .0
+                .appendix
+        );
     }
 
     #[test]

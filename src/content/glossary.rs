@@ -125,7 +125,10 @@ impl Glossary {
             for term in &self.terms {
                 for (at, variant) in variants_in(text, term) {
                     let start = span.start + at;
-                    found.push((start, variant_warning(chapter, start..start + variant.len(), term)));
+                    found.push((
+                        start,
+                        variant_warning(chapter, start..start + variant.len(), term),
+                    ));
                 }
             }
         }
@@ -141,7 +144,10 @@ fn variant_warning(chapter: &Chapter, span: Range<usize>, term: &Term) -> Diagno
         term.term, term.english
     ))
     .at(chapter.location(span))
-    .with_help(format!("write `{}` ({PATH} lists the series' terms)", term.term))
+    .with_help(format!(
+        "write `{}` ({PATH} lists the series' terms)",
+        term.term
+    ))
 }
 
 /// Byte offsets in `text` of the term's variants, except where a variant stands inside the
@@ -222,9 +228,8 @@ mod tests {
 
     #[test]
     fn an_unknown_key_is_an_error() {
-        let errors =
-            Glossary::parse(Path::new(PATH), "[[term]]\nterm = \"a\"\nenglsh = \"a\"\n")
-                .unwrap_err();
+        let errors = Glossary::parse(Path::new(PATH), "[[term]]\nterm = \"a\"\nenglsh = \"a\"\n")
+            .unwrap_err();
         assert!(!errors.is_empty());
     }
 }

@@ -421,7 +421,10 @@ fn experiment_html(inputs: &PageInputs<'_>, numbering: &Numbering<'_>, exp: &Exp
             if figure.block == exp.index
                 && !numbering.placed_figures.contains(&figure.name.as_str())
             {
-                let n = numbering.figures.get(figure.name.as_str()).map_or(0, |f| f.0);
+                let n = numbering
+                    .figures
+                    .get(figure.name.as_str())
+                    .map_or(0, |f| f.0);
                 out.push_str(&figure_html(n, figure));
             }
         }
@@ -577,7 +580,9 @@ fn image_figure_html(
         }
         None => format!(
             "<img src=\"{}\" alt=\"{}\">",
-            escape(&links::image_url(&figure.dest, base_path).unwrap_or_else(|| figure.dest.clone())),
+            escape(
+                &links::image_url(&figure.dest, base_path).unwrap_or_else(|| figure.dest.clone())
+            ),
             escape(&figure.caption)
         ),
     };

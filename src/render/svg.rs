@@ -39,10 +39,18 @@ pub fn inline(text: &str, caption: &str) -> Result<String, Vec<String>> {
     let (open, rest) = element.split_at(open_end);
     let mut out = String::with_capacity(element.len() + caption.len() + 32);
     if let Some(open) = open.strip_suffix("/>") {
-        let _ = write!(out, "{open} role=\"img\"><title>{}</title></svg>", escape(caption));
+        let _ = write!(
+            out,
+            "{open} role=\"img\"><title>{}</title></svg>",
+            escape(caption)
+        );
     } else {
         let open = open.strip_suffix('>').unwrap_or(open);
-        let _ = write!(out, "{open} role=\"img\"><title>{}</title>{rest}", escape(caption));
+        let _ = write!(
+            out,
+            "{open} role=\"img\"><title>{}</title>{rest}",
+            escape(caption)
+        );
     }
     Ok(out)
 }
@@ -137,7 +145,8 @@ mod tests {
 
     #[test]
     fn a_doctype_and_a_non_svg_root_are_refused() {
-        let dtd = "<!DOCTYPE svg [<!ENTITY x \"y\">]><svg xmlns=\"http://www.w3.org/2000/svg\">&x;</svg>";
+        let dtd =
+            "<!DOCTYPE svg [<!ENTITY x \"y\">]><svg xmlns=\"http://www.w3.org/2000/svg\">&x;</svg>";
         assert!(inline(dtd, "x").is_err());
         assert!(inline("<html/>", "x").unwrap_err()[0].contains("<html>"));
         assert!(inline("not xml", "x").is_err());

@@ -150,8 +150,8 @@ impl Related {
                 // (shared terms, number, index) of the best so far, best first.
                 let mut best: Vec<(usize, u32, usize)> = Vec::with_capacity(RELATED + 1);
                 // Related pages are chapters: an appendix is reached from every page's list.
-                let candidates = (0..sets.len())
-                    .filter(|&j| j != i && !series.chapters[j].is_appendix());
+                let candidates =
+                    (0..sets.len()).filter(|&j| j != i && !series.chapters[j].is_appendix());
                 for j in candidates {
                     let shared = shared(&sets[i], &sets[j]);
                     if shared == 0 {

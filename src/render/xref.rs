@@ -73,7 +73,9 @@ pub fn figure_order<'a>(doc: &'a Doc, run: Option<&'a ChapterRun>) -> Vec<&'a st
         let names: Vec<&str> = match piece {
             Piece::Experiment(i) => recorded
                 .iter()
-                .filter(|f| f.block == doc.experiments[*i].index && !placed.contains(&f.name.as_str()))
+                .filter(|f| {
+                    f.block == doc.experiments[*i].index && !placed.contains(&f.name.as_str())
+                })
                 .map(|f| f.name.as_str())
                 .collect(),
             Piece::Placement {
@@ -85,7 +87,12 @@ pub fn figure_order<'a>(doc: &'a Doc, run: Option<&'a ChapterRun>) -> Vec<&'a st
             _ => continue,
         };
         // A chart placed twice keeps its first number.
-        order.extend(names.into_iter().filter(|n| !order.contains(n)).collect::<Vec<_>>());
+        order.extend(
+            names
+                .into_iter()
+                .filter(|n| !order.contains(n))
+                .collect::<Vec<_>>(),
+        );
     }
     order
 }

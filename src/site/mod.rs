@@ -173,7 +173,8 @@ fn load_diagrams(series: &mut Series, diagnostics: &mut Diagnostics) {
     for chapter in &mut series.chapters {
         let mut problems = Vec::new();
         for figure in chapter.doc.image_figures.iter_mut() {
-            if !figure.is_local_svg() || figure.dest.starts_with('/') || figure.dest.contains("..") {
+            if !figure.is_local_svg() || figure.dest.starts_with('/') || figure.dest.contains("..")
+            {
                 continue;
             }
             let Ok(text) = std::fs::read_to_string(statics.join(&figure.dest)) else {
@@ -187,7 +188,9 @@ fn load_diagrams(series: &mut Series, diagnostics: &mut Diagnostics) {
         for (span, dest, reasons) in problems {
             let mut d = Diagnostic::error(format!("static/{dest} cannot be inlined"))
                 .at(chapter.location(span))
-                .with_help("remove scripts, event handlers and references outside the file from the SVG");
+                .with_help(
+                    "remove scripts, event handlers and references outside the file from the SVG",
+                );
             for reason in reasons {
                 d = d.with_note(reason);
             }

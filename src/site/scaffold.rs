@@ -74,7 +74,9 @@ fn write_new(path: &std::path::Path, text: &str) -> Result<(), Diagnostic> {
         .map_err(|e| {
             let d = Diagnostic::error(format!("cannot create {}: {e}", path.display()));
             if e.kind() == std::io::ErrorKind::AlreadyExists {
-                d.with_help("attnbook new never overwrites a file; pick another slug or move the file")
+                d.with_help(
+                    "attnbook new never overwrites a file; pick another slug or move the file",
+                )
             } else {
                 d
             }
