@@ -104,3 +104,30 @@ fn a_broken_glossary_or_a_missing_one_is_an_error_at_its_line() {
         run.stderr
     );
 }
+
+#[test]
+fn a_notation_symbol_katex_rejects_is_a_warning_at_its_line() {
+    let site = Site::fixture("glossary");
+    site.write(
+        "content/glossary.toml",
+        "[[notation]]\nsymbol = \"d_k\"\nmeaning = \"维数\"\n\n[[notation]]\nsymbol = \"\\\\frac{1\"\nmeaning = \"坏的\"\n",
+    );
+    site.write(
+        "content/01-first.md",
+        "+++\ntitle = \"第一篇\"\nnumber = 1\n+++\n\n正文。\n",
+    );
+    let run = site.run(&["build"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stderr.contains(
+            "content/glossary.toml:6:1: warning: KaTeX cannot render this notation symbol"
+        ),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        site.read("public/glossary/index.html")
+            .contains("<code>\\frac{1</code>")
+    );
+    assert_ne!(site.run(&["build", "--strict"]).code, 0);
+}

@@ -30,6 +30,9 @@ pub struct Glossary {
     /// `[[notation]]` entries, in the order the page lists them.
     #[serde(default, rename = "notation")]
     pub notation: Vec<Notation>,
+    /// The tables for `{{glossary}}`, rendered once per build when a page places them.
+    #[serde(skip)]
+    pub html: String,
 }
 
 /// One term.
@@ -56,6 +59,9 @@ pub struct Notation {
     pub symbol: String,
     /// What it stands for.
     pub meaning: String,
+    /// The line of its `symbol` key in the file (1-based), for diagnostics.
+    #[serde(skip)]
+    pub line: usize,
 }
 
 /// Reads `content/glossary.toml` if the site has one; every problem in it is listed.
@@ -71,7 +77,16 @@ pub fn load(root: &Path) -> Result<Option<Glossary>, Vec<Diagnostic>> {
 impl Glossary {
     /// Parses the glossary text; `path` is shown in diagnostics.
     pub fn parse(path: &Path, text: &str) -> Result<Glossary, Vec<Diagnostic>> {
-        let glossary: Glossary = parse_toml(path, text)?;
+        let mut glossary: Glossary = parse_toml(path, text)?;
+        // `[[notation]]` tables keep their order, so the n-th `symbol` line is the n-th entry's.
+        let lines = text
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| l.trim_start().starts_with("symbol"))
+            .map(|(i, _)| i + 1);
+        for (entry, line) in glossary.notation.iter_mut().zip(lines) {
+            entry.line = line;
+        }
         let problems = glossary.problems(path, text);
         if problems.is_empty() {
             Ok(glossary)

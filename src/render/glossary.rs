@@ -8,8 +8,9 @@ use crate::render::html::escape;
 use crate::render::math::MathRenderer;
 
 /// The terms table, then the notation table; symbols through KaTeX. A symbol KaTeX rejects is
-/// shown as its TeX in code (the build's math check does not see the glossary's TeX).
-pub fn html(glossary: &Glossary, renderer: &MathRenderer) -> String {
+/// shown as its TeX in code, and returned with KaTeX's message (by its index in `notation`).
+pub fn html(glossary: &Glossary, renderer: &MathRenderer) -> (String, Vec<(usize, String)>) {
+    let mut rejected = Vec::new();
     let mut out = String::new();
     if !glossary.terms.is_empty() {
         out.push_str("<div class=\"table-wrap\"><table class=\"glossary\">\n<thead><tr><th>术语</th><th>英文</th><th>不用的写法</th><th>说明</th></tr></thead>\n<tbody>\n");
@@ -29,10 +30,11 @@ pub fn html(glossary: &Glossary, renderer: &MathRenderer) -> String {
     }
     if !glossary.notation.is_empty() {
         out.push_str("<div class=\"table-wrap\"><table class=\"notation\">\n<thead><tr><th>记号</th><th>含义</th></tr></thead>\n<tbody>\n");
-        for entry in &glossary.notation {
-            let symbol = renderer
-                .render(&entry.symbol, false)
-                .unwrap_or_else(|_| format!("<code>{}</code>", escape(&entry.symbol)));
+        for (i, entry) in glossary.notation.iter().enumerate() {
+            let symbol = renderer.render(&entry.symbol, false).unwrap_or_else(|e| {
+                rejected.push((i, e.message));
+                format!("<code>{}</code>", escape(&entry.symbol))
+            });
             let _ = writeln!(
                 out,
                 "<tr><td>{symbol}</td><td>{}</td></tr>",
@@ -41,5 +43,5 @@ pub fn html(glossary: &Glossary, renderer: &MathRenderer) -> String {
         }
         out.push_str("</tbody>\n</table></div>\n");
     }
-    out
+    (out, rejected)
 }

@@ -158,6 +158,7 @@ fn load(root: &Path, drafts: bool, diagnostics: &mut Diagnostics) -> Option<Seri
         .collect();
     diagnostics.extend(problems.into_iter().flatten());
     load_diagrams(&mut series, diagnostics);
+    render_glossary(&mut series, diagnostics);
     if let Some(glossary) = &series.glossary {
         for chapter in &series.chapters {
             diagnostics.extend(glossary.check(chapter));
@@ -303,20 +304,30 @@ fn check_glossary_placements(series: &Series, diagnostics: &mut Diagnostics) {
     }
 }
 
-/// The glossary's tables, rendered once when some page places them.
-fn glossary_html(series: &Series) -> String {
+/// The glossary's tables, rendered once when some page places them; a notation symbol KaTeX
+/// rejects is a warning at its line of the glossary file, like a formula in a chapter.
+fn render_glossary(series: &mut Series, diagnostics: &mut Diagnostics) {
     let placed = series.chapters.iter().any(|c| {
         c.doc
             .pieces
             .iter()
             .any(|p| matches!(p, Piece::Glossary { .. }))
     });
-    match &series.glossary {
-        Some(glossary) if placed => {
-            let renderer = MathRenderer::new(&series.config.katex.macros);
-            render::glossary::html(glossary, &renderer)
-        }
-        _ => String::new(),
+    let macros = &series.config.katex.macros;
+    let Some(glossary) = series.glossary.as_mut().filter(|_| placed) else {
+        return;
+    };
+    let (html, rejected) = render::glossary::html(glossary, &MathRenderer::new(macros));
+    glossary.html = html;
+    for (i, message) in rejected {
+        let path = std::path::Path::new(crate::content::glossary::PATH);
+        diagnostics.push(
+            Diagnostic::warning(format!(
+                "KaTeX cannot render this notation symbol: {message}"
+            ))
+            .at(Location::at_line(path, glossary.notation[i].line, 1))
+            .with_help("fix the TeX of `symbol`; the page shows it as code until then"),
+        );
     }
 }
 
@@ -587,7 +598,11 @@ fn render_chapters(
 ) {
     let base_path = series.config.base_path();
     let fold_lines = series.config.lab.fold_lines;
-    let glossary = glossary_html(series);
+    let glossary = series
+        .glossary
+        .as_ref()
+        .map(|g| g.html.clone())
+        .unwrap_or_default();
     let per_chapter = rendered
         .maths
         .par_iter()
