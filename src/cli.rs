@@ -108,7 +108,8 @@ pub struct BuildArgs {
 /// Flags of `verify`.
 #[derive(Debug, clap::Args)]
 pub struct VerifyArgs {
-    /// Rewrite drifted quoted numbers and pinned outputs in the Markdown (bounds are never rewritten).
+    /// Rewrite drifted quoted numbers and pinned outputs in the Markdown (a bound or band quote
+    /// gets the rerun number; its `>=x`, `<=x` or `lo..hi` is never rewritten).
     #[arg(long)]
     pub fix: bool,
     /// Report format.

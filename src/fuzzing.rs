@@ -121,6 +121,7 @@ fn rendered(text: String, values: &[f64]) -> Option<(String, Vec<Diagnostic>)> {
         config,
         taxonomy: crate::content::Taxonomy::of(std::slice::from_ref(&chapter)),
         chapters: vec![chapter],
+        glossary: None,
     };
     let (bindings, problems) = quotes::bind(&series);
     diagnostics.extend(problems);
@@ -163,6 +164,7 @@ fn rendered(text: String, values: &[f64]) -> Option<(String, Vec<Diagnostic>)> {
         highlighter: &highlighter,
         // Small, so fuzzed blocks take the folding path too.
         fold_lines: Some(3),
+        glossary: "",
     };
     let _ = html::headings_html(&inputs);
     Some((html::body_html(&inputs), diagnostics))

@@ -1,5 +1,6 @@
 //! Runs every example of `docs/authoring.md` (pulldown-cmark's spec files are the model), so
-//! the documentation of the authoring contract cannot drift from the tool.
+//! the documentation of the authoring contract cannot drift from the tool. An example is a
+//! chapter body, or a whole file when it starts with `+++` (to show front matter keys).
 
 use std::path::Path;
 use std::process::Command;
@@ -71,10 +72,15 @@ fn site_with(chapters: &[(usize, &Example)]) -> tempfile::TempDir {
     .unwrap();
     std::fs::create_dir(dir.path().join("content")).unwrap();
     for (n, example) in chapters {
-        let text = format!(
-            "+++\ntitle = \"Example at line {}\"\nnumber = {n}\nseed = 1\n+++\n\n{}",
-            example.line, example.body
-        );
+        // An example that starts with its own front matter is a whole file (it shows a key).
+        let text = if example.body.starts_with("+++\n") {
+            example.body.clone()
+        } else {
+            format!(
+                "+++\ntitle = \"Example at line {}\"\nnumber = {n}\nseed = 1\n+++\n\n{}",
+                example.line, example.body
+            )
+        };
         std::fs::write(
             dir.path().join(format!("content/{n:03}-example-{n}.md")),
             text,

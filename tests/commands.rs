@@ -93,17 +93,39 @@ fn new_scaffolds_the_next_chapter_and_it_builds() {
         text.starts_with("+++\ntitle = \"注意力的变体\"\nnumber = 3\n"),
         "{text}"
     );
-    let build = site.run(&["build"]);
+    // The shape EDITORIAL.md asks for, with a seed.
+    for part in [
+        "seed = ",
+        "## 正文",
+        "## 小结",
+        "## 练习",
+        "<details>\n<summary>答案</summary>",
+        "references.yaml",
+    ] {
+        assert!(text.contains(part), "{part}: {text}");
+    }
+    let build = site.run(&["build", "--strict"]);
     assert_eq!(build.code, 0, "{}", build.stderr);
-    assert!(
-        site.read("public/attention-variants/index.html")
-            .contains(">0.67</a>")
-    );
+    let page = site.read("public/attention-variants/index.html");
+    assert!(page.contains(">0.67</a>"), "{page}");
+    assert!(page.contains("<details>"), "{page}");
+    let verify = site.run(&["verify", "attention-variants"]);
+    assert_eq!(verify.code, 0, "{}{}", verify.stdout, verify.stderr);
     assert_eq!(
         site.run(&["new", "attention-variants"]).code,
         2,
         "an existing slug is refused"
     );
+    // A path already taken by something that is not a chapter is never replaced either.
+    std::fs::create_dir(site.path("content/04-taken.md")).unwrap();
+    let taken = site.run(&["new", "taken"]);
+    assert_eq!(taken.code, 2, "{}", taken.stderr);
+    assert!(
+        taken.stderr.contains("never overwrites"),
+        "{}",
+        taken.stderr
+    );
+    assert!(site.path("content/04-taken.md").is_dir());
     let bad = site.run(&["new", "Bad Slug"]);
     assert!(bad.stderr.contains("is not a valid slug"));
 }

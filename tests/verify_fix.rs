@@ -59,6 +59,9 @@ fn fix_never_writes_a_non_finite_rerun() {
         "content/01-nf.md:18:38: error: the rerun is inf",
         "error: the rerun is NaN (not a finite number)",
         "content/01-nf.md:15:1: error: the rerun output prints NaN or inf",
+        // A bound's number is refreshed like any other, so a non-finite rerun is refused too.
+        "content/01-nf.md:19:9: error: the rerun is inf (not a finite number): --fix leaves the quote 0.13 as it is",
+        "content/01-nf.md:19:30: error: the rerun is -inf (not a finite number)",
     ] {
         assert!(fixed.stderr.contains(error), "{error}\n{}", fixed.stderr);
     }
@@ -72,7 +75,7 @@ fn fix_never_writes_a_non_finite_rerun() {
     assert!(
         fixed
             .stderr
-            .contains("error: 4 error(s), 0 warning(s); only the fixes listed were written"),
+            .contains("error: 6 error(s), 0 warning(s); only the fixes listed were written"),
         "the summary does not claim that nothing was written: {}",
         fixed.stderr
     );
@@ -84,7 +87,8 @@ fn fix_never_writes_a_non_finite_rerun() {
 }
 
 /// The chapter of `fix_rewrites_byte_for_byte`, with `\n` line ends; the test adds a BOM and
-/// CRLF. Two fixes on one line, grouping, U+2212, an exponent, a bound and a drifted output
+/// CRLF. Two fixes on one line, grouping, U+2212, an exponent, a broken bound (its number
+/// refreshed, its bound kept), a bound that holds with a stale number, and a drifted output
 /// printed without a final newline.
 const MANY_FORMS: &str = "+++
 title = \"A\"
@@ -105,7 +109,7 @@ x = 1.00
 y = 2
 ```
 
-Two on a line: [0.08]{=a} and [0.09]{=a ±0.01}; [1,000,000]{=big}; [−0.05]{=neg}; [1.1e-4]{=tiny}; [5]{=a >=1}.
+Two on a line: [0.08]{=a} and [0.09]{=a ±0.01}; [1,000,000]{=big}; [−0.05]{=neg}; [1.1e-4]{=tiny}; [5]{=a >=1}; [0.5]{=a <=0.2}.
 ";
 
 /// `--fix` changes the drifted numbers and output and no other byte: the BOM, the CRLF line
@@ -130,7 +134,7 @@ fn fix_rewrites_byte_for_byte() {
     assert!(
         fixed
             .stdout
-            .contains("fixed 6 place(s) in content/01-many.md"),
+            .contains("fixed 8 place(s) in content/01-many.md"),
         "{}",
         fixed.stdout
     );
@@ -139,7 +143,9 @@ fn fix_rewrites_byte_for_byte() {
         .replace("[0.08]{=a} and [0.09]", "[0.13]{=a} and [0.13]")
         .replace("[1,000,000]", "[1,234,567]")
         .replace("[−0.05]", "[−0.02]")
-        .replace("[1.1e-4]", "[2.1e-4]");
+        .replace("[1.1e-4]", "[2.1e-4]")
+        .replace("[5]{=a >=1}", "[0]{=a >=1}")
+        .replace("[0.5]{=a <=0.2}", "[0.1]{=a <=0.2}");
     assert_eq!(
         std::fs::read(site.path(path)).unwrap(),
         crlf(&expected).into_bytes()

@@ -18,8 +18,14 @@ use crate::diagnostic::{Diagnostic, Location};
 pub struct FrontMatter {
     /// Chapter title.
     pub title: String,
-    /// Position in the series (required, unique).
+    /// Position in the series (required and unique for a chapter; an appendix page has none
+    /// and keeps 0 here).
+    #[serde(default)]
     pub number: u32,
+    /// An unnumbered appendix page (a glossary, notation), listed after the chapters. Also set
+    /// for every page under `content/appendix/`.
+    #[serde(default)]
+    pub appendix: bool,
     /// Publication date.
     #[serde(default)]
     pub date: Option<toml::value::Datetime>,
@@ -68,10 +74,12 @@ pub(super) fn parse(path: &Path, source: &str) -> Result<(FrontMatter, usize), V
         }
         problems
     })?;
-    front.number_span = value_span(toml_text, "number")
-        .map(|r| r.start + toml_range.start..r.end + toml_range.start)
-        .unwrap_or(0..0);
+    let number_span = value_span(toml_text, "number")
+        .map(|r| r.start + toml_range.start..r.end + toml_range.start);
+    front.appendix |= in_appendix_dir(path);
     validate(path, source, &front, toml_range.start, toml_text)?;
+    check_number(path, source, &front, number_span.clone()).map_err(|d| vec![d])?;
+    front.number_span = number_span.unwrap_or(0..0);
     front.warnings = forbidden_characters(path, source, &front, toml_range.start, toml_text);
     Ok((front, body_offset))
 }
@@ -138,6 +146,38 @@ fn validate(
         Ok(())
     } else {
         Err(errors)
+    }
+}
+
+/// `content/appendix/x.md` is an appendix page without saying so in its front matter (the
+/// mdBook habit of suffix chapters: where a file lives says what it is).
+fn in_appendix_dir(path: &Path) -> bool {
+    path.parent()
+        .and_then(|dir| dir.file_name())
+        .is_some_and(|name| name == "appendix")
+}
+
+/// A chapter needs a `number`; an appendix page must not have one, so that the chapters stay
+/// numbered 1..N whatever appendices the series gains.
+fn check_number(
+    path: &Path,
+    source: &str,
+    front: &FrontMatter,
+    span: Option<Range<usize>>,
+) -> Result<(), Diagnostic> {
+    match (front.appendix, span) {
+        (false, None) => Err(Diagnostic::error("missing field `number`")
+            .at(Location::in_source(path, source, 0..0))
+            .with_help(
+                "give the chapter its position in the series, e.g. `number = 3`, or mark an \
+                 unnumbered page `appendix = true`",
+            )),
+        (true, Some(span)) => Err(Diagnostic::error("an appendix page has no `number`")
+            .at(Location::in_source(path, source, span))
+            .with_help(
+                "remove `number`: appendix pages are listed after the chapters, in file name order",
+            )),
+        _ => Ok(()),
     }
 }
 
@@ -239,6 +279,27 @@ mod tests {
         assert_eq!(at, [(2, 1), (4, 1)], "{:?}", fm.warnings);
         assert!(fm.warnings[0].message.contains("`title`"));
         assert!(fm.warnings[1].message.contains("U+0008"));
+    }
+
+    #[test]
+    fn an_appendix_page_has_no_number() {
+        let (fm, _) = p("+++\ntitle = \"术语表\"\nappendix = true\n+++\n").unwrap();
+        assert!(fm.appendix);
+        let src = "+++\ntitle = \"x\"\nnumber = 4\n+++\n";
+        let errors = parse(Path::new("content/appendix/glossary.md"), src).unwrap_err();
+        assert_eq!(loc(&errors[0]), (3, 1));
+        assert!(
+            errors[0].message.contains("appendix"),
+            "{}",
+            errors[0].message
+        );
+        let src = "+++\ntitle = \"x\"\n+++\n";
+        assert!(
+            parse(Path::new("content/appendix/glossary.md"), src)
+                .unwrap()
+                .0
+                .appendix
+        );
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! a string); only [`load`] touches the file system.
 
 mod front_matter;
+pub mod glossary;
 pub mod taxonomy;
 
 use std::collections::BTreeMap;
@@ -18,6 +19,7 @@ use crate::lab::ChapterRun;
 use crate::markdown::Doc;
 use crate::quotes::Binding;
 pub use front_matter::FrontMatter;
+pub use glossary::Glossary;
 pub use taxonomy::Taxonomy;
 
 /// One chapter: its source text and front matter. Later stages enrich it.
@@ -59,6 +61,12 @@ impl Chapter {
             bindings: Vec::new(),
             html: String::new(),
         })
+    }
+
+    /// An unnumbered appendix page, listed after the chapters (front matter `appendix = true`,
+    /// or a file under `content/appendix/`).
+    pub fn is_appendix(&self) -> bool {
+        self.front.appendix
     }
 
     /// The Markdown body.
@@ -112,10 +120,13 @@ pub struct Series {
     pub root: PathBuf,
     /// `site.toml`.
     pub config: Config,
-    /// Chapters ordered by `number` (drafts only when asked for).
+    /// Chapters ordered by `number`, then the appendix pages by file name (drafts only when
+    /// asked for).
     pub chapters: Vec<Chapter>,
     /// Their tags and categories, each with a unique slug.
     pub taxonomy: Taxonomy,
+    /// `content/glossary.toml`, if the site has one.
+    pub glossary: Option<Glossary>,
 }
 
 impl Series {
@@ -172,6 +183,10 @@ pub fn load(root: &Path, include_drafts: bool) -> Result<Series, Diagnostics> {
         std::mem::take(&mut diagnostics)
     });
     let chapters = load_chapters(root, &mut diagnostics);
+    let glossary = glossary::load(root).unwrap_or_else(|problems| {
+        diagnostics.extend(problems);
+        None
+    });
     let config = match config {
         Ok(c) => c,
         Err(mut d) => {
@@ -187,12 +202,14 @@ pub fn load(root: &Path, include_drafts: bool) -> Result<Series, Diagnostics> {
         .into_iter()
         .filter(|c| include_drafts || !c.front.draft)
         .collect();
-    chapters.sort_by_key(|c| c.front.number);
+    // Walk order is file name order, so a stable sort keeps the appendices in it.
+    chapters.sort_by_key(|c| (c.is_appendix(), c.front.number));
     Ok(Series {
         root: root.to_path_buf(),
         config,
         taxonomy: Taxonomy::of(&chapters),
         chapters,
+        glossary,
     })
 }
 
@@ -274,7 +291,10 @@ fn check_unique(chapters: &[Chapter], diagnostics: &mut Diagnostics) {
     let mut numbers: BTreeMap<u32, &Chapter> = BTreeMap::new();
     let mut slugs: BTreeMap<&str, &Chapter> = BTreeMap::new();
     for chapter in chapters {
-        if let Some(first) = numbers.insert(chapter.front.number, chapter) {
+        // Appendix pages have no number, but they share the URL space: slugs are checked.
+        if !chapter.is_appendix()
+            && let Some(first) = numbers.insert(chapter.front.number, chapter)
+        {
             diagnostics.push(duplicate(
                 chapter,
                 "number",

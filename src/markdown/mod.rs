@@ -53,6 +53,31 @@ pub struct Math {
     pub label: Option<String>,
 }
 
+/// A figure from an image file of `static/`: `![caption](figures/x.svg){#fig:name}` alone in a
+/// paragraph (Quarto's syntax). It is numbered with the experiments' charts; an SVG file is
+/// inlined (see `render::svg`).
+#[derive(Debug, Clone)]
+pub struct ImageFigure {
+    /// The label after `#fig:`.
+    pub name: String,
+    /// The caption (the image's text), also the SVG's `<title>`.
+    pub caption: String,
+    /// The image path as written, relative to `static/`.
+    pub dest: String,
+    /// Byte span in the chapter file, image and label.
+    pub span: Range<usize>,
+    /// The sanitised `<svg>` to inline, once loaded (SVG files only).
+    pub svg: Option<String>,
+}
+
+impl ImageFigure {
+    /// A local SVG file, to be inlined.
+    pub fn is_local_svg(&self) -> bool {
+        let external = self.dest.contains("://") || self.dest.starts_with("data:");
+        !external && self.dest.to_ascii_lowercase().ends_with(".svg")
+    }
+}
+
 /// What a table or figure placement names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PlacementKind {
@@ -88,6 +113,13 @@ pub enum Piece {
         /// The code.
         text: String,
     },
+    /// Image figure `Doc::image_figures[i]`.
+    ImageFigure(usize),
+    /// A `{{glossary}}` line: the terms and notation of `content/glossary.toml` as tables.
+    Glossary {
+        /// Byte span in the chapter file.
+        span: Range<usize>,
+    },
     /// A `{{table: name}}` or `{{figure: name}}` line.
     Placement {
         /// Table or figure.
@@ -118,6 +150,11 @@ pub struct Doc {
     pub refs: Vec<refs::CrossRef>,
     /// Citations (`[@key]`).
     pub citations: Vec<cite::Citation>,
+    /// Figures from image files, in document order.
+    pub image_figures: Vec<ImageFigure>,
+    /// Byte spans of the prose: text that maps byte for byte onto the source, outside code,
+    /// math, quoted numbers and autolinks (what the glossary rule reads).
+    pub prose: Vec<Range<usize>>,
 }
 
 impl Doc {
@@ -421,22 +458,47 @@ impl<'c> Builder<'c> {
     /// Pushes text, turning cross-references into pieces; `at` is the text's file offset when
     /// the text maps byte for byte onto the source (references elsewhere stay text).
     fn plain_text(&mut self, text: &str, at: Option<usize>) {
-        let Some(at) = at.filter(|_| text.contains('@') && self.autolinks == 0) else {
+        let Some(at) = at.filter(|_| self.autolinks == 0) else {
             return self.push_text(text);
         };
+        if !text.contains('@') {
+            self.prose(at..at + text.len());
+            return self.push_text(text);
+        }
         // Mid-text, a backslash before `@` is literal (an escape would have split the event);
         // only a backslash just before the event can have escaped its first `@`.
         let escaped_start = inline::escaped(&self.chapter.source, at);
+        let mut next = at;
         for part in refs::split(text, at, escaped_start) {
             match part {
-                Err(text) => self.push_text(text),
+                Err(text) => {
+                    self.prose(next..next + text.len());
+                    next += text.len();
+                    self.push_text(text);
+                }
                 Ok(r) => {
+                    next = r.span.end;
                     let chapter = self.chapter;
                     self.heading_text(&chapter.source[r.span.clone()]);
                     self.doc.refs.push(r);
                     self.doc.pieces.push(Piece::Ref(self.doc.refs.len() - 1));
                 }
             }
+        }
+    }
+
+    /// Notes a run of prose (a reference's label is syntax, not prose, and is left out).
+    fn prose(&mut self, span: Range<usize>) {
+        if !span.is_empty() {
+            self.doc.prose.push(span);
+        }
+    }
+
+    /// The last text event was syntax (a placement line, an equation label): it is not prose
+    /// for the glossary rule.
+    fn not_prose(&mut self) {
+        if self.doc.prose.last() == Some(&self.last_text_span) {
+            self.doc.prose.pop();
         }
     }
 
@@ -495,8 +557,15 @@ impl<'c> Builder<'c> {
 
     fn end_paragraph(&mut self) {
         let start = self.paragraph_start.take().unwrap_or(self.doc.pieces.len());
-        if let Some(piece) = self.placement(start) {
+        if let Some(figure) = self.image_figure(start) {
+            self.not_prose();
             self.doc.pieces.truncate(start);
+            self.doc.image_figures.push(figure);
+            let index = self.doc.image_figures.len() - 1;
+            self.doc.pieces.push(Piece::ImageFigure(index));
+        } else if let Some(piece) = self.placement(start) {
+            self.doc.pieces.truncate(start);
+            self.not_prose();
             self.doc.pieces.push(piece);
         } else if self.label_equation(start) || self.only_display_math(start) {
             // `<p>` cannot hold a display block: drop the paragraph around it.
@@ -527,6 +596,7 @@ impl<'c> Builder<'c> {
         };
         self.doc.maths[math].label = Some(label);
         self.doc.pieces.truncate(last);
+        self.not_prose();
         self.only_display_math(start)
     }
 
@@ -543,6 +613,39 @@ impl<'c> Builder<'c> {
         saw
     }
 
+    /// A paragraph that is only an image and a `{#fig:name}` label; the image's text is plain
+    /// (text and inline code), since it becomes the caption and the SVG's `<title>`.
+    fn image_figure(&self, start: usize) -> Option<ImageFigure> {
+        let pieces = &self.doc.pieces[start..];
+        let [
+            Piece::Event(Event::Start(Tag::Paragraph)),
+            Piece::Event(Event::Start(Tag::Image { dest_url, .. })),
+            middle @ ..,
+            Piece::Event(Event::End(TagEnd::Image)),
+            Piece::Event(Event::Text(label)),
+        ] = pieces
+        else {
+            return None;
+        };
+        let name = refs::figure_label(label)?;
+        let mut caption = String::new();
+        for piece in middle {
+            match piece {
+                Piece::Event(Event::Text(t) | Event::Code(t)) => caption.push_str(t),
+                Piece::Event(Event::SoftBreak) => caption.push(' '),
+                _ => return None,
+            }
+        }
+        let image = self.doc.links.iter().rev().find(|l| l.image)?;
+        Some(ImageFigure {
+            name,
+            caption: caption.trim().to_string(),
+            dest: dest_url.to_string(),
+            span: image.span.start..self.last_text_span.end,
+            svg: None,
+        })
+    }
+
     fn placement(&self, start: usize) -> Option<Piece> {
         let [
             Piece::Event(Event::Start(Tag::Paragraph)),
@@ -552,6 +655,11 @@ impl<'c> Builder<'c> {
             return None;
         };
         let inner = text.trim().strip_prefix("{{")?.strip_suffix("}}")?;
+        if inner.trim() == "glossary" {
+            return Some(Piece::Glossary {
+                span: self.last_text_span.clone(),
+            });
+        }
         let (kind, name) = inner.split_once(':')?;
         let kind = match kind.trim() {
             "table" => PlacementKind::Table,

@@ -52,6 +52,15 @@ static REF: LazyLock<Regex> = LazyLock::new(|| {
         .expect("static regex")
 });
 
+static FIG_LABEL: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^\s*\{#fig:([A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*)\}\s*$").expect("static regex")
+});
+
+/// The label of a `{#fig:name}` written right after an image.
+pub(super) fn figure_label(text: &str) -> Option<String> {
+    FIG_LABEL.captures(text).map(|c| c[1].to_string())
+}
+
 static EQ_LABEL: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^\s*\{#eq:([A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*)\}\s*$").expect("static regex")
 });

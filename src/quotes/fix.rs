@@ -18,15 +18,16 @@ pub struct Edit {
     pub text: String,
 }
 
-/// The edit `--fix` makes for a drifted quote: its number becomes the rerun formatted like it.
-/// `None` for a bound (never rewritten) and for a rerun that is not a finite number, or whose
-/// rounding is not (`f64::MAX` written `1.8e308`): either would make the quote unreadable, so
-/// `verify` reports it instead.
+/// The edit `--fix` makes for a drifted quote (or the stale number of a bound or band): its
+/// number becomes the rerun formatted like it; a bound's or band's rule is outside the span
+/// and never touched. `None` for a rerun that is not a finite number, or whose rounding is not
+/// (`f64::MAX` written `1.8e308`): either would make the quote unreadable, so `verify` reports
+/// it instead.
 pub fn quote_edit(quote: &QuoteSyntax, binding: &Binding) -> Option<Edit> {
     let readable = syntax::parse_number(&binding.formatted, 0)
         .value
         .is_finite();
-    if quote.tolerance.is_bound() || !binding.rerun.is_some_and(f64::is_finite) || !readable {
+    if !binding.rerun.is_some_and(f64::is_finite) || !readable {
         return None;
     }
     Some(Edit {
@@ -137,9 +138,14 @@ mod tests {
         assert_eq!(quote_edit(&q, &super::super::bind_one(&q, f64::MAX)), None);
         let edit = quote_edit(&q, &super::super::bind_one(&q, 2.04e-3)).unwrap();
         assert_eq!((edit.span, edit.text.as_str()), (1..7, "2.0e-3"));
+        // A bound's number is refreshed like any other (its rule is outside the span), and
+        // the same overflow guard holds for it.
         let bound = quote("[1]{=x >=0.5}");
+        let edit = quote_edit(&bound, &super::super::bind_one(&bound, 0.1)).unwrap();
+        assert_eq!((edit.span, edit.text.as_str()), (1..2, "0"));
+        let bound = quote("[1.5e-3]{=x <=1}");
         assert_eq!(
-            quote_edit(&bound, &super::super::bind_one(&bound, 0.1)),
+            quote_edit(&bound, &super::super::bind_one(&bound, f64::MAX)),
             None
         );
     }

@@ -22,15 +22,22 @@ pub enum Tolerance {
     AtLeast(f64),
     /// `<=x`: the rerun value must be at most `x`.
     AtMost(f64),
-    /// `lo..hi`: the rerun value must lie in the closed interval `[lo, hi]`. Unlike a bound,
-    /// `verify --fix` refreshes the quoted number (never the band).
+    /// `lo..hi`: the rerun value must lie in the closed interval `[lo, hi]`. Like a bound,
+    /// `verify --fix` refreshes the quoted number and never the band.
     Band(f64, f64),
 }
 
 impl Tolerance {
-    /// True for the bound forms, which `verify --fix` never rewrites.
+    /// True for the bound forms (`>=x`, `<=x`).
     pub fn is_bound(self) -> bool {
         matches!(self, Tolerance::AtLeast(_) | Tolerance::AtMost(_))
+    }
+
+    /// True for the rules that state the author's claim rather than the number's precision
+    /// (bounds and bands): `verify --fix` keeps the quoted number current, inside the rule or
+    /// outside it, and never rewrites the rule itself; outside it the quote keeps failing.
+    pub fn is_claim(self) -> bool {
+        self.is_bound() || matches!(self, Tolerance::Band(..))
     }
 
     /// True unless the rule's number is infinite or NaN (the parser never produces those).

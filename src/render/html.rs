@@ -36,6 +36,8 @@ pub struct PageInputs<'a> {
     pub highlighter: &'a highlight::Highlighter,
     /// `[lab] fold_lines`: blocks showing more lines start folded.
     pub fold_lines: Option<usize>,
+    /// The glossary's tables, for a `{{glossary}}` line (empty when no page places them).
+    pub glossary: &'a str,
 }
 
 /// Renders the chapter body.
@@ -161,6 +163,8 @@ pub fn headings_html(inputs: &PageInputs<'_>) -> Vec<String> {
 
 /// Figure and table numbers, per chapter, in recording order; and which are placed explicitly.
 struct Numbering<'a> {
+    /// The numbers of `doc.image_figures`, in their order.
+    images: Vec<usize>,
     figures: BTreeMap<&'a str, (usize, &'a Figure)>,
     tables: BTreeMap<&'a str, (usize, &'a Table)>,
     placed_figures: Vec<&'a str>,
@@ -171,9 +175,11 @@ impl<'a> Numbering<'a> {
     fn new(inputs: &PageInputs<'a>) -> Self {
         let mut figures = BTreeMap::new();
         let mut tables = BTreeMap::new();
+        let order = xref::figure_order(inputs.doc, inputs.run);
+        let number = |name: &str| order.iter().position(|n| *n == name).map_or(0, |i| i + 1);
         if let Some(run) = inputs.run {
-            for (i, f) in run.results.figures.iter().enumerate() {
-                figures.insert(f.name.as_str(), (i + 1, f));
+            for f in &run.results.figures {
+                figures.insert(f.name.as_str(), (number(&f.name), f));
             }
             for (i, t) in run.results.tables.iter().enumerate() {
                 tables.insert(t.name.as_str(), (i + 1, t));
@@ -189,7 +195,14 @@ impl<'a> Numbering<'a> {
                 }
             }
         }
+        let images = inputs
+            .doc
+            .image_figures
+            .iter()
+            .map(|f| number(&f.name))
+            .collect();
         Numbering {
+            images,
             figures,
             tables,
             placed_figures,
@@ -247,6 +260,15 @@ fn piece_event(
         Piece::Code { lang, text } => {
             Event::Html(code_html(inputs.highlighter, lang.as_deref(), text).into())
         }
+        Piece::Glossary { .. } => Event::Html(inputs.glossary.to_string().into()),
+        Piece::ImageFigure(i) => Event::Html(
+            image_figure_html(
+                numbering.images[*i],
+                &inputs.doc.image_figures[*i],
+                inputs.base_path,
+            )
+            .into(),
+        ),
         Piece::Placement {
             kind: PlacementKind::Figure,
             name,
@@ -423,11 +445,15 @@ fn experiment_html(inputs: &PageInputs<'_>, numbering: &Numbering<'_>, exp: &Exp
         out.push_str(&output_html(block));
     }
     if let Some(run) = inputs.run {
-        for (n, figure) in run.results.figures.iter().enumerate() {
+        for figure in &run.results.figures {
             if figure.block == exp.index
                 && !numbering.placed_figures.contains(&figure.name.as_str())
             {
-                out.push_str(&figure_html(n + 1, figure));
+                let n = numbering
+                    .figures
+                    .get(figure.name.as_str())
+                    .map_or(0, |f| f.0);
+                out.push_str(&figure_html(n, figure));
             }
         }
         for (n, table) in run.results.tables.iter().enumerate() {
@@ -565,6 +591,35 @@ fn figure_html(number: usize, figure: &Figure) -> String {
         "<figure class=\"lab-figure\" id=\"fig-{name}\">\n<div class=\"figure-svg\"{natural}>{svg}</div>\n<figcaption><span class=\"figure-label\">图 {number}</span> {caption}</figcaption>\n</figure>\n",
         name = escape(&figure.name),
         svg = figure.svg,
+        caption = escape(&figure.caption)
+    )
+}
+
+/// A figure from an image file: the sanitised SVG inline (so `currentColor` follows the
+/// theme), any other image as `<img>`; the same label and caption as a chart.
+fn image_figure_html(
+    number: usize,
+    figure: &crate::markdown::ImageFigure,
+    base_path: &str,
+) -> String {
+    let body = match &figure.svg {
+        Some(svg) => {
+            let natural = natural_width(svg)
+                .map(|w| format!(" style=\"--natural-width: {w}px\""))
+                .unwrap_or_default();
+            format!("<div class=\"figure-svg\"{natural}>{svg}</div>")
+        }
+        None => format!(
+            "<img src=\"{}\" alt=\"{}\">",
+            escape(
+                &links::image_url(&figure.dest, base_path).unwrap_or_else(|| figure.dest.clone())
+            ),
+            escape(&figure.caption)
+        ),
+    };
+    format!(
+        "<figure class=\"lab-figure diagram\" id=\"fig-{name}\">\n{body}\n<figcaption><span class=\"figure-label\">图 {number}</span> {caption}</figcaption>\n</figure>\n",
+        name = escape(&figure.name),
         caption = escape(&figure.caption)
     )
 }

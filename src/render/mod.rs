@@ -6,11 +6,13 @@
 
 pub mod cache;
 pub mod cite;
+pub mod glossary;
 pub mod highlight;
 pub mod html;
 pub mod links;
 pub mod math;
 pub mod search;
+pub mod svg;
 pub mod taxonomy;
 pub mod tex_text;
 pub mod verification;
@@ -149,7 +151,10 @@ impl<'a> SiteView<'a> {
 pub struct ChapterView<'a> {
     title: &'a str,
     number: u32,
+    /// `07` for a chapter, `附录` for an appendix page.
     number_label: String,
+    /// An unnumbered appendix page: templates print `附录` instead of `第 N 篇`.
+    appendix: bool,
     slug: &'a str,
     url: String,
     date: Option<String>,
@@ -179,7 +184,8 @@ impl<'a> ChapterView<'a> {
         ChapterView {
             title: &chapter.front.title,
             number: chapter.front.number,
-            number_label: format!("{:02}", chapter.front.number),
+            number_label: number_label(chapter),
+            appendix: chapter.is_appendix(),
             slug: &chapter.slug,
             url: chapter_url(base_path, &chapter.slug),
             permalink: format!("{base_url}{}/", chapter.slug),
@@ -205,6 +211,15 @@ impl<'a> ChapterView<'a> {
                 .map(|d| format!("{d}T00:00:00Z"))
                 .unwrap_or_default(),
         }
+    }
+}
+
+/// How lists and breadcrumbs label a page: its number, or `附录` for an appendix page.
+pub fn number_label(chapter: &Chapter) -> String {
+    if chapter.is_appendix() {
+        "附录".to_string()
+    } else {
+        format!("{:02}", chapter.front.number)
     }
 }
 
@@ -395,11 +410,15 @@ pub fn not_found_page(tera: &Tera, series: &Series) -> Result<String, Diagnostic
 }
 
 /// Renders an XML template (`atom.xml`, `sitemap.xml`) over the whole series, newest first.
+/// The Atom feed announces articles, so it leaves the appendix pages out (a glossary is not
+/// news); the sitemap lists every page.
 pub fn feed(tera: &Tera, series: &Series, template: &str) -> Result<String, Diagnostic> {
     let site = SiteView::new(&series.config);
+    let with_appendices = template != "atom.xml";
     let mut chapters: Vec<ChapterView<'_>> = series
         .chapters
         .iter()
+        .filter(|c| with_appendices || !c.is_appendix())
         .map(|c| ChapterView::with_base_url(c, &site.base_path, &site.base_url, &series.taxonomy))
         .collect();
     chapters.sort_by(|a, b| b.updated.cmp(&a.updated).then(b.number.cmp(&a.number)));

@@ -331,7 +331,9 @@ fn sections(chapter: &Chapter) -> Vec<Section<'_>> {
             Piece::Math(_)
             | Piece::Experiment(_)
             | Piece::Code { .. }
-            | Piece::Placement { .. } => "\n".into(),
+            | Piece::Placement { .. }
+            | Piece::Glossary { .. } => "\n".into(),
+            Piece::ImageFigure(i) => format!("\n{}\n", doc.image_figures[*i].caption).into(),
             // Citations and cross-references are rendered from state of their own; their
             // labels ("[1]", "图 2") are not what a reader searches for.
             _ => continue,

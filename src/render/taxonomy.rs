@@ -149,7 +149,10 @@ impl Related {
             .map(|i| {
                 // (shared terms, number, index) of the best so far, best first.
                 let mut best: Vec<(usize, u32, usize)> = Vec::with_capacity(RELATED + 1);
-                for j in (0..sets.len()).filter(|&j| j != i) {
+                // Related pages are chapters: an appendix is reached from every page's list.
+                let candidates =
+                    (0..sets.len()).filter(|&j| j != i && !series.chapters[j].is_appendix());
+                for j in candidates {
                     let shared = shared(&sets[i], &sets[j]);
                     if shared == 0 {
                         continue;

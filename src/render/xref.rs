@@ -7,7 +7,9 @@ use std::collections::BTreeMap;
 
 use crate::content::{Chapter, Series};
 use crate::diagnostic::{Diagnostic, closest, did_you_mean};
+use crate::lab::ChapterRun;
 use crate::markdown::refs::{CrossRef, RefKind};
+use crate::markdown::{Doc, Piece, PlacementKind};
 use crate::render::chapter_url;
 
 /// A reference ready to print: its text (`图 3`, `第 2 篇图 3`, `式 (1)`) and link.
@@ -32,9 +34,7 @@ impl<'a> Numbered<'a> {
         let results = chapter.run.as_ref().map(|r| &r.results);
         Numbered {
             chapter,
-            figures: results
-                .map(|r| r.figures.iter().map(|f| f.name.as_str()).collect())
-                .unwrap_or_default(),
+            figures: figure_order(&chapter.doc, chapter.run.as_ref()),
             tables: results
                 .map(|r| r.tables.iter().map(|t| t.name.as_str()).collect())
                 .unwrap_or_default(),
@@ -49,6 +49,52 @@ impl<'a> Numbered<'a> {
             RefKind::Equation | RefKind::Chapter => &self.equations,
         }
     }
+}
+
+/// The chapter's figures in the order the page shows them (their numbers are positions + 1):
+/// experiment charts after their block or at their `{{figure: name}}` line, image figures
+/// (`![..](x.svg){#fig:name}`) where they stand. One numbering for both, as Quarto has.
+pub fn figure_order<'a>(doc: &'a Doc, run: Option<&'a ChapterRun>) -> Vec<&'a str> {
+    let recorded = run.map_or(&[][..], |r| r.results.figures.as_slice());
+    let placed: Vec<&str> = doc
+        .pieces
+        .iter()
+        .filter_map(|p| match p {
+            Piece::Placement {
+                kind: PlacementKind::Figure,
+                name,
+                ..
+            } => Some(name.as_str()),
+            _ => None,
+        })
+        .collect();
+    let mut order: Vec<&str> = Vec::new();
+    for piece in &doc.pieces {
+        let names: Vec<&str> = match piece {
+            Piece::Experiment(i) => recorded
+                .iter()
+                .filter(|f| {
+                    f.block == doc.experiments[*i].index && !placed.contains(&f.name.as_str())
+                })
+                .map(|f| f.name.as_str())
+                .collect(),
+            Piece::Placement {
+                kind: PlacementKind::Figure,
+                name,
+                ..
+            } if recorded.iter().any(|f| f.name == *name) => vec![name.as_str()],
+            Piece::ImageFigure(k) => vec![doc.image_figures[*k].name.as_str()],
+            _ => continue,
+        };
+        // A chart placed twice keeps its first number.
+        order.extend(
+            names
+                .into_iter()
+                .filter(|n| !order.contains(n))
+                .collect::<Vec<_>>(),
+        );
+    }
+    order
 }
 
 /// Resolves every reference of every chapter; unresolved ones are diagnostics (and `None`).
@@ -112,6 +158,9 @@ fn resolve(
     let same = target.chapter.slug == from.slug;
     let chapter_prefix = if same {
         String::new()
+    } else if target.chapter.is_appendix() {
+        // An appendix has no number to name it by: its title does.
+        format!("附录《{}》", target.chapter.front.title)
     } else {
         format!("第 {} 篇", target.chapter.front.number)
     };

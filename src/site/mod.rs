@@ -157,7 +157,47 @@ fn load(root: &Path, drafts: bool, diagnostics: &mut Diagnostics) -> Option<Seri
         })
         .collect();
     diagnostics.extend(problems.into_iter().flatten());
+    load_diagrams(&mut series, diagnostics);
+    render_glossary(&mut series, diagnostics);
+    if let Some(glossary) = &series.glossary {
+        for chapter in &series.chapters {
+            diagnostics.extend(glossary.check(chapter));
+        }
+    }
     Some(series)
+}
+
+/// Reads and sanitises the SVG files of image figures, to inline them. A missing file or one
+/// outside `static/` is left to the link check, which reports it once.
+fn load_diagrams(series: &mut Series, diagnostics: &mut Diagnostics) {
+    let statics = series.root.join("static");
+    for chapter in &mut series.chapters {
+        let mut problems = Vec::new();
+        for figure in chapter.doc.image_figures.iter_mut() {
+            if !figure.is_local_svg() || figure.dest.starts_with('/') || figure.dest.contains("..")
+            {
+                continue;
+            }
+            let Ok(text) = std::fs::read_to_string(statics.join(&figure.dest)) else {
+                continue;
+            };
+            match render::svg::inline(&text, &figure.caption) {
+                Ok(svg) => figure.svg = Some(svg),
+                Err(reasons) => problems.push((figure.span.clone(), figure.dest.clone(), reasons)),
+            }
+        }
+        for (span, dest, reasons) in problems {
+            let mut d = Diagnostic::error(format!("static/{dest} cannot be inlined"))
+                .at(chapter.location(span))
+                .with_help(
+                    "remove scripts, event handlers and references outside the file from the SVG",
+                );
+            for reason in reasons {
+                d = d.with_note(reason);
+            }
+            diagnostics.push(d);
+        }
+    }
 }
 
 /// Stage 3: run the experiments and attach their results.
@@ -203,8 +243,9 @@ fn drift_diagnostic(location: Location, quoted: &str, binding: &quotes::Binding)
     .with_help("run `attnbook verify --fix` to update the prose, or change the experiment")
 }
 
-/// Placements must name a table or figure the chapter recorded.
+/// Placements must name a table or figure the chapter recorded; `{{glossary}}` needs the file.
 fn check_placements(series: &Series, diagnostics: &mut Diagnostics) {
+    check_glossary_placements(series, diagnostics);
     // A chapter without results has its failure reported already.
     for chapter in series.chapters.iter().filter(|c| !c.lacks_results()) {
         let results = chapter.run.as_ref().map(|r| &r.results);
@@ -240,6 +281,53 @@ fn check_placements(series: &Series, diagnostics: &mut Diagnostics) {
                 diagnostics.push(d);
             }
         }
+    }
+}
+
+fn check_glossary_placements(series: &Series, diagnostics: &mut Diagnostics) {
+    if series.glossary.is_some() {
+        return;
+    }
+    for chapter in &series.chapters {
+        for piece in &chapter.doc.pieces {
+            if let Piece::Glossary { span } = piece {
+                diagnostics.push(
+                    Diagnostic::error("`{{glossary}}` but the site has no glossary")
+                        .at(chapter.location(span.clone()))
+                        .with_help(format!(
+                            "create {} with `[[term]]` and `[[notation]]` entries",
+                            crate::content::glossary::PATH
+                        )),
+                );
+            }
+        }
+    }
+}
+
+/// The glossary's tables, rendered once when some page places them; a notation symbol KaTeX
+/// rejects is a warning at its line of the glossary file, like a formula in a chapter.
+fn render_glossary(series: &mut Series, diagnostics: &mut Diagnostics) {
+    let placed = series.chapters.iter().any(|c| {
+        c.doc
+            .pieces
+            .iter()
+            .any(|p| matches!(p, Piece::Glossary { .. }))
+    });
+    let macros = &series.config.katex.macros;
+    let Some(glossary) = series.glossary.as_mut().filter(|_| placed) else {
+        return;
+    };
+    let (html, rejected) = render::glossary::html(glossary, &MathRenderer::new(macros));
+    glossary.html = html;
+    for (i, message) in rejected {
+        let path = std::path::Path::new(crate::content::glossary::PATH);
+        diagnostics.push(
+            Diagnostic::warning(format!(
+                "KaTeX cannot render this notation symbol: {message}"
+            ))
+            .at(Location::at_line(path, glossary.notation[i].line, 1))
+            .with_help("fix the TeX of `symbol`; the page shows it as code until then"),
+        );
     }
 }
 
@@ -510,6 +598,11 @@ fn render_chapters(
 ) {
     let base_path = series.config.base_path();
     let fold_lines = series.config.lab.fold_lines;
+    let glossary = series
+        .glossary
+        .as_ref()
+        .map(|g| g.html.clone())
+        .unwrap_or_default();
     let per_chapter = rendered
         .maths
         .par_iter()
@@ -527,6 +620,7 @@ fn render_chapters(
                 citations: &citations.inline,
                 highlighter,
                 fold_lines,
+                glossary: &glossary,
             };
             chapter.html = html::body_html(&inputs);
             let headings = html::headings_html(&inputs);

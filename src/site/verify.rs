@@ -141,9 +141,8 @@ struct Failure {
 enum Remedy {
     /// Replace these bytes with the rerun.
     Rewrite(fix::Edit),
-    /// A bound: never rewritten, it stays a failure.
-    Bound,
-    /// A band the rerun left: its number is refreshed, its band never, so it stays a failure.
+    /// A bound or band the rerun broke: its number is refreshed, its rule never (the rule is
+    /// the author's claim, which only the author may move), so it stays a failure.
     Refresh(fix::Edit),
     /// The rerun is NaN or infinite: written into a quote it would no longer parse, and
     /// accepted into a pinned output it would hide a numerical bug. Reported as an error.
@@ -155,9 +154,7 @@ enum Remedy {
 
 impl Remedy {
     fn for_quote(quote: &quotes::syntax::QuoteSyntax, binding: &quotes::Binding) -> Remedy {
-        if quote.tolerance.is_bound() {
-            Remedy::Bound
-        } else if matches!(quote.tolerance, quotes::syntax::Tolerance::Band(..)) {
+        if quote.tolerance.is_claim() {
             fix::quote_edit(quote, binding).map_or(Remedy::NotFinite, Remedy::Refresh)
         } else {
             fix::quote_edit(quote, binding).map_or(Remedy::NotFinite, Remedy::Rewrite)
@@ -211,7 +208,7 @@ impl VerifyReport {
                 let stale = binding.formatted != chapter.source[quote.number.span.clone()];
                 if binding.status == Status::Ok
                     && stale
-                    && matches!(quote.tolerance, quotes::syntax::Tolerance::Band(..))
+                    && quote.tolerance.is_claim()
                     && let Some(edit) = fix::quote_edit(quote, binding)
                 {
                     self.stale.push((chapter.path.clone(), edit));
@@ -272,7 +269,7 @@ impl VerifyReport {
     fn unfixable(&self) -> usize {
         self.failures
             .iter()
-            .filter(|f| matches!(f.remedy, Remedy::Bound | Remedy::Refresh(_)))
+            .filter(|f| matches!(f.remedy, Remedy::Refresh(_)))
             .count()
     }
 
@@ -320,7 +317,7 @@ impl VerifyReport {
             match failure.remedy {
                 Remedy::NotFinite => out.diagnostics.push(failure.not_finite()),
                 Remedy::ClosesFence => out.diagnostics.push(failure.closes_fence()),
-                Remedy::Rewrite(_) | Remedy::Refresh(_) | Remedy::Bound => {}
+                Remedy::Rewrite(_) | Remedy::Refresh(_) => {}
             }
         }
         for chapter in &series.chapters {
@@ -330,7 +327,7 @@ impl VerifyReport {
                 .filter(|f| f.path == chapter.path)
                 .filter_map(|f| match &f.remedy {
                     Remedy::Rewrite(edit) | Remedy::Refresh(edit) => Some(edit.clone()),
-                    Remedy::Bound | Remedy::NotFinite | Remedy::ClosesFence => None,
+                    Remedy::NotFinite | Remedy::ClosesFence => None,
                 })
                 .chain(
                     self.stale
@@ -354,26 +351,11 @@ impl VerifyReport {
                 Err(d) => out.diagnostics.push(d),
             }
         }
-        let count = |band: bool| {
-            self.failures
-                .iter()
-                .filter(|f| match f.remedy {
-                    Remedy::Bound => !band,
-                    Remedy::Refresh(_) => band,
-                    _ => false,
-                })
-                .count()
-        };
-        let (bounds, bands) = (count(false), count(true));
-        if bounds > 0 {
+        let claims = self.unfixable();
+        if claims > 0 {
             out.report.push(format!(
-                "{bounds} bound quote(s) left as they are: bounds are never rewritten"
-            ));
-        }
-        if bands > 0 {
-            out.report.push(format!(
-                "{bands} band quote(s) still outside their band: the number is refreshed, \
-                 the band is never rewritten"
+                "{claims} bound or band quote(s) still break their rule: the number is \
+                 refreshed, the bound or band is never rewritten"
             ));
         }
     }

@@ -1,0 +1,133 @@
+//! The glossary (issue 13): `content/glossary.toml` feeds the `{{glossary}}` page and a rule
+//! that warns on listed variants in the prose, and fails `--strict` builds and `check`.
+
+mod common;
+
+use common::Site;
+
+#[test]
+fn variants_in_prose_are_warnings_at_their_place_with_the_preferred_term() {
+    let site = Site::fixture("glossary");
+    let run = site.run(&["build"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let at = |place: &str, variant: &str, term: &str| {
+        format!(
+            "content/01-first.md:{place}: warning: `{variant}` is a variant of the glossary term `{term}`"
+        )
+    };
+    for (place, variant, term) in [
+        ("6:4", "热图", "热力图"),
+        ("8:3", "热图", "热力图"),
+        ("8:16", "注意机制", "注意力"),
+    ] {
+        assert!(
+            run.stderr.contains(&at(place, variant, term)),
+            "{}",
+            run.stderr
+        );
+    }
+    assert!(
+        run.stderr.contains("help: write `热力图`"),
+        "{}",
+        run.stderr
+    );
+    // Inline code, a link destination, math and code blocks are not prose; `attnbook` is not
+    // the ASCII variant `attn`; and 注意力 is not its own variant.
+    assert_eq!(
+        run.stderr.matches("is a variant of").count(),
+        3,
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn strict_builds_and_check_fail_on_a_variant() {
+    let site = Site::fixture("glossary");
+    let strict = site.run(&["build", "--strict"]);
+    assert_ne!(strict.code, 0, "{}", strict.stderr);
+    assert!(
+        strict.stderr.contains("error: `热图` is a variant"),
+        "{}",
+        strict.stderr
+    );
+    let check = site.run(&["check"]);
+    assert_eq!(check.code, 1, "{}", check.stderr);
+    site.write(
+        "content/01-first.md",
+        "+++\ntitle = \"第一篇\"\nnumber = 1\n+++\n\n这张热力图画的是注意力权重。\n",
+    );
+    let clean = site.run(&["build", "--strict"]);
+    assert_eq!(clean.code, 0, "{}", clean.stderr);
+}
+
+#[test]
+fn the_glossary_page_renders_terms_and_notation_from_the_data_file() {
+    let site = Site::fixture("glossary");
+    assert_eq!(site.run(&["build"]).code, 0);
+    let page = site.read("public/glossary/index.html");
+    assert!(page.contains("<table class=\"glossary\">"), "{page}");
+    assert!(
+        page.contains("<tr id=\"term-heatmap\"><td>热力图</td><td lang=\"en\">heatmap</td><td>热图</td><td>权重矩阵的图</td></tr>"),
+        "{page}"
+    );
+    let notation = &page[page
+        .find("<table class=\"notation\">")
+        .expect("notation table")..];
+    assert!(notation.contains("class=\"katex\""), "{notation}");
+    assert!(notation.contains("键向量的维数"), "{notation}");
+    assert!(!page.contains("{{glossary}}"), "{page}");
+}
+
+#[test]
+fn a_broken_glossary_or_a_missing_one_is_an_error_at_its_line() {
+    let site = Site::fixture("glossary");
+    site.write(
+        "content/glossary.toml",
+        "[[term]]\nterm = \"热力图\"\nenglsh = \"heatmap\"\n",
+    );
+    let run = site.run(&["build"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("content/glossary.toml:3:1: error"),
+        "{}",
+        run.stderr
+    );
+    std::fs::remove_file(site.path("content/glossary.toml")).unwrap();
+    let run = site.run(&["build"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains(
+            "content/appendix/glossary.md:5:1: error: `{{glossary}}` but the site has no glossary"
+        ),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn a_notation_symbol_katex_rejects_is_a_warning_at_its_line() {
+    let site = Site::fixture("glossary");
+    site.write(
+        "content/glossary.toml",
+        "[[notation]]\nsymbol = \"d_k\"\nmeaning = \"维数\"\n\n[[notation]]\nsymbol = \"\\\\frac{1\"\nmeaning = \"坏的\"\n",
+    );
+    site.write(
+        "content/01-first.md",
+        "+++\ntitle = \"第一篇\"\nnumber = 1\n+++\n\n正文。\n",
+    );
+    let run = site.run(&["build"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stderr.contains(
+            "content/glossary.toml:6:1: warning: KaTeX cannot render this notation symbol"
+        ),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        site.read("public/glossary/index.html")
+            .contains("<code>\\frac{1</code>")
+    );
+    assert_ne!(site.run(&["build", "--strict"]).code, 0);
+}
