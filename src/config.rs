@@ -121,7 +121,11 @@ impl Config {
                         .and_then(|v| v.as_str().map(str::to_string))
                 });
                 problems.extend(url.and_then(|url| base_url_problem(path, text, &url)));
-                problems.extend(repository_problem(path, text, plain_string(text, "repository")));
+                problems.extend(repository_problem(
+                    path,
+                    text,
+                    plain_string(text, "repository"),
+                ));
                 problems.sort_by_key(|d| d.location.as_ref().map(|l| l.span.start));
                 return Err(problems);
             }
@@ -223,10 +227,16 @@ pub fn check_repository(url: &str) -> Result<(), String> {
         return Err("has a query or fragment (`?...`, `#...`)".into());
     }
     match url.split_once("://") {
-        Some(("https" | "http" | "ssh" | "git", rest)) if !rest.starts_with('/') && !rest.is_empty() => Ok(()),
+        Some(("https" | "http" | "ssh" | "git", rest))
+            if !rest.starts_with('/') && !rest.is_empty() =>
+        {
+            Ok(())
+        }
         Some(("file", rest)) if rest.starts_with('/') && rest.len() > 1 => Ok(()),
         Some(("https" | "http" | "ssh" | "git" | "file", _)) => Err("has no host or path".into()),
-        Some((scheme, _)) => Err(format!("has the scheme `{scheme}`, not https, http, ssh, git or file")),
+        Some((scheme, _)) => Err(format!(
+            "has the scheme `{scheme}`, not https, http, ssh, git or file"
+        )),
         None => Err("is not a URL (cargo cannot fetch `host:path`)".into()),
     }
 }

@@ -67,8 +67,12 @@ pub fn downloads(series: &Series) -> Result<Vec<Download>, String> {
     let paths = Paths::new(series);
     let pin = pin(repository, &paths.lab_crate)?;
     let lock_path = paths.work.join("lab").join("Cargo.lock");
-    let build_lock = std::fs::read_to_string(&lock_path)
-        .map_err(|e| format!("cannot read the experiments' lock file {}: {e}", lock_path.display()))?;
+    let build_lock = std::fs::read_to_string(&lock_path).map_err(|e| {
+        format!(
+            "cannot read the experiments' lock file {}: {e}",
+            lock_path.display()
+        )
+    })?;
     let page_root = series.config.base_url_slash();
     chapters
         .into_iter()
@@ -98,7 +102,11 @@ fn pin(repository: &str, lab_crate: &Path) -> Result<Pin, String> {
             "{} has uncommitted changes (`{}`{}); commit them so the downloads can pin the code that ran",
             crates.display(),
             first.trim(),
-            if changes.lines().count() > 1 { ", ..." } else { "" }
+            if changes.lines().count() > 1 {
+                ", ..."
+            } else {
+                ""
+            }
         ));
     }
     let time = git(lab_crate, &["show", "-s", "--format=%ct", "HEAD"])?
@@ -154,9 +162,15 @@ fn project(
     let title = one_line(&chapter.front.title);
     Ok(Project {
         files: vec![
-            (PathBuf::from("Cargo.toml"), manifest(&name, &title, page, pin)),
+            (
+                PathBuf::from("Cargo.toml"),
+                manifest(&name, &title, page, pin),
+            ),
             (PathBuf::from("Cargo.lock"), lock),
-            (PathBuf::from("src/main.rs"), program(chapter, &title, page, pin)),
+            (
+                PathBuf::from("src/main.rs"),
+                program(chapter, &title, page, pin),
+            ),
         ],
         name,
     })
@@ -167,7 +181,13 @@ fn project(
 fn package_name(slug: &str) -> String {
     let clean: String = slug
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
         .collect();
     format!("attnbook-{}-experiments", clean.trim_matches('-'))
 }
@@ -253,7 +273,11 @@ fn take_home_lock(
         let name = lock_field(block, "name").ok_or("a package of the lock file has no name")?;
         let edited = if name == build_package {
             found_root = true;
-            block.replacen(&format!("name = \"{name}\""), &format!("name = \"{package}\""), 1)
+            block.replacen(
+                &format!("name = \"{name}\""),
+                &format!("name = \"{package}\""),
+                1,
+            )
         } else if lock_field(block, "source").is_none() {
             let version = lock_field(block, "version").ok_or("a package has no version")?;
             let line = format!("version = \"{version}\"");
@@ -270,7 +294,10 @@ fn take_home_lock(
     }
     // Cargo orders packages by name (then version and source, already in order).
     blocks.sort_by(|a, b| lock_field(a, "name").cmp(&lock_field(b, "name")));
-    let body: Vec<String> = blocks.iter().map(|b| format!("[[package]]\n{b}\n")).collect();
+    let body: Vec<String> = blocks
+        .iter()
+        .map(|b| format!("[[package]]\n{b}\n"))
+        .collect();
     Ok(format!("{header}{}", body.join("\n")))
 }
 

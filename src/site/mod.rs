@@ -369,7 +369,10 @@ fn take_home(series: &mut Series) -> emit::Files {
         .map(|download| {
             let chapter = &mut series.chapters[download.chapter];
             chapter.take_home = Some(download.file_name.clone());
-            (PathBuf::from(&chapter.slug).join(download.file_name), download.bytes)
+            (
+                PathBuf::from(&chapter.slug).join(download.file_name),
+                download.bytes,
+            )
         })
         .collect()
 }

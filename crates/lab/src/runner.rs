@@ -45,7 +45,11 @@ pub fn run_standalone(slug: &str, seed: u64, results: &str, chapter: ChapterFn) 
         std::process::exit(EXIT_ERROR);
     }
     print!("{}", summary(&recorded, results));
-    std::process::exit(if recorded.panic.is_some() { EXIT_PANIC } else { 0 })
+    std::process::exit(if recorded.panic.is_some() {
+        EXIT_PANIC
+    } else {
+        0
+    })
 }
 
 /// Values shown per vector in the summary; `results.json` has them all.
@@ -67,7 +71,11 @@ fn summary(results: &ChapterResults, path: &str) -> String {
             .take(SUMMARY_ELEMENTS)
             .map(|n| n.0.to_string())
             .collect();
-        let more = if value.data.len() > SUMMARY_ELEMENTS { ", ..." } else { "" };
+        let more = if value.data.len() > SUMMARY_ELEMENTS {
+            ", ..."
+        } else {
+            ""
+        };
         let data = if value.shape.is_empty() {
             shown.join("")
         } else {
