@@ -471,6 +471,58 @@ mod tests {
     }
 
     #[test]
+    fn repository_takes_the_git_urls_cargo_fetches() {
+        for good in [
+            "https://github.com/attnbook/attnbook",
+            "https://github.com/attnbook/attnbook.git",
+            "ssh://git@github.com/attnbook/attnbook.git",
+            "git://example.org/repo",
+            "file:///srv/git/attnbook",
+        ] {
+            assert_eq!(check_repository(good), Ok(()), "{good}");
+        }
+        for (bad, problem) in [
+            ("git@github.com:attnbook/attnbook.git", "is not a URL"),
+            ("github.com/attnbook/attnbook", "is not a URL"),
+            ("ftp://example.org/repo", "scheme `ftp`"),
+            ("https://", "no host"),
+            ("file://relative/path", "no host or path"),
+            ("https://github.com/a/b?ref=x", "query or fragment"),
+            ("https://github.com/a b", "space"),
+            ("", "is not a URL"),
+        ] {
+            let err = check_repository(bad).unwrap_err();
+            assert!(err.contains(problem), "{bad}: {err}");
+        }
+    }
+
+    /// A bad `repository` is an error at its line, named by its key, listed with the other
+    /// problems of the file.
+    #[test]
+    fn a_bad_repository_names_its_key_and_line() {
+        let text = "title = \"T\"\nbase_url = \"/\"\nrepository = \"git@github.com:a/b\"\n";
+        let problems = Config::parse(Path::new("site.toml"), text).unwrap_err();
+        assert_eq!(problems.len(), 1);
+        let loc = problems[0].location.clone().unwrap();
+        assert_eq!((loc.line, loc.col), (3, 1));
+        assert!(
+            problems[0].message.starts_with("`repository` is not a URL"),
+            "{}",
+            problems[0].message
+        );
+        let text = "title = \"T\"\nbase_url = \"x\"\nrepository = \"ftp://h/r\"\nlangage = 1\n";
+        let problems = Config::parse(Path::new("site.toml"), text).unwrap_err();
+        let lines: Vec<usize> = problems
+            .iter()
+            .map(|d| d.location.as_ref().unwrap().line)
+            .collect();
+        assert_eq!(lines, [2, 3, 4], "{problems:?}");
+        let text = "title = \"T\"\nbase_url = \"/\"\nrepository = \"https://github.com/a/b\"\n";
+        let config = Config::parse(Path::new("site.toml"), text).unwrap();
+        assert_eq!(config.repository.as_deref(), Some("https://github.com/a/b"));
+    }
+
+    #[test]
     fn every_problem_of_a_file_is_listed() {
         let text = "title = \"T\"\nbase_url = \"/\"\ntitel = 1\n\n[lab]\ntimeout = \"soon\"\nmemry_mb = 5\n\n[search]\nenable = false\n";
         let problems = Config::parse(Path::new("site.toml"), text).unwrap_err();

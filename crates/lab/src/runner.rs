@@ -308,6 +308,28 @@ mod tests {
         serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
     }
 
+    /// The take-home summary lists every value with the digits that read back as the same
+    /// `f64`, vectors cut after a few elements.
+    #[test]
+    fn the_standalone_summary_lists_every_value_exactly() {
+        let results = run_chapter("c", 1, |lab| {
+            lab.value("third", 1.0 / 3.0);
+            lab.value("v", &[0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7][..]);
+        });
+        let text = summary(&results, "results.json");
+        assert!(
+            text.contains(
+                "2 value(s), 0 table(s), 0 figure(s) recorded; all of them in results.json"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("  third = 0.3333333333333333\n"), "{text}");
+        assert!(
+            text.contains("  v = [7] [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, ...]\n"),
+            "{text}"
+        );
+    }
+
     #[test]
     fn results_are_written_after_success_and_after_a_panic() {
         let dir = scratch_dir("write");
