@@ -339,6 +339,7 @@ pub fn build(plan: &BuildPlan) -> Outcome {
     if !out.diagnostics.has_errors() {
         let rendered = Rendered { refs, ..rendered };
         let downloads = take_home(&mut series);
+        timings.lap("experiment downloads");
         let files = pages_beside_search(&mut series, &rendered, &mut timings).map(|mut files| {
             files.extend(downloads);
             files
