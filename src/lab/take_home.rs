@@ -94,7 +94,11 @@ pub fn downloads(series: &Series) -> Result<Vec<Download>, String> {
 /// beside the crate (its parent directory: `crates/` with `attention` and `lab-protocol`) has
 /// uncommitted changes.
 fn pin(repository: &str, lab_crate: &Path) -> Result<Pin, String> {
-    let commit = git(lab_crate, &["rev-parse", "--verify", "HEAD"])?;
+    let head = git(
+        lab_crate,
+        &["show", "--no-patch", "--format=%H %ct", "HEAD"],
+    )?;
+    let (commit, time) = head.split_once(' ').unwrap_or((&head, "0"));
     let crates = lab_crate.parent().unwrap_or(lab_crate);
     let changes = git(crates, &["status", "--porcelain", "--", "."])?;
     if let Some(first) = changes.lines().next() {
@@ -109,13 +113,10 @@ fn pin(repository: &str, lab_crate: &Path) -> Result<Pin, String> {
             }
         ));
     }
-    let time = git(lab_crate, &["show", "-s", "--format=%ct", "HEAD"])?
-        .parse()
-        .unwrap_or(0);
     Ok(Pin {
         repository: repository.to_string(),
-        commit,
-        time,
+        commit: commit.to_string(),
+        time: time.parse().unwrap_or(0),
     })
 }
 
@@ -318,7 +319,7 @@ fn lock_field<'a>(block: &'a str, key: &str) -> Option<&'a str> {
 fn archive(project: &Project, time: u64) -> std::io::Result<Vec<u8>> {
     let gzip = flate2::GzBuilder::new()
         .mtime(u32::try_from(time).unwrap_or(0))
-        .write(Vec::new(), flate2::Compression::best());
+        .write(Vec::new(), flate2::Compression::default());
     let mut tar = tar::Builder::new(gzip);
     for (path, text) in &project.files {
         let mut header = tar::Header::new_gnu();
