@@ -41,6 +41,11 @@ pub struct Config {
     /// Experiment settings.
     #[serde(default)]
     pub lab: LabConfig,
+    /// The git repository of the `lab` crate the experiments link (for the series, this
+    /// repository). With it, each chapter page offers its experiments as a standalone Cargo
+    /// project pinned to the commit the site was built from; without it, no download.
+    #[serde(default)]
+    pub repository: Option<String>,
     /// Site search.
     #[serde(default)]
     pub search: Switch,
@@ -120,12 +125,21 @@ impl Config {
                         .and_then(|v| v.as_str().map(str::to_string))
                 });
                 problems.extend(url.and_then(|url| base_url_problem(path, text, &url)));
+                problems.extend(repository_problem(
+                    path,
+                    text,
+                    plain_string(text, "repository"),
+                ));
                 problems.sort_by_key(|d| d.location.as_ref().map(|l| l.span.start));
                 return Err(problems);
             }
         };
-        if let Some(problem) = base_url_problem(path, text, &config.base_url) {
-            return Err(vec![problem]);
+        let problems: Vec<Diagnostic> = base_url_problem(path, text, &config.base_url)
+            .into_iter()
+            .chain(repository_problem(path, text, config.repository.clone()))
+            .collect();
+        if !problems.is_empty() {
+            return Err(problems);
         }
         config.warnings = config.forbidden_characters(path, text);
         Ok(config)
@@ -183,6 +197,52 @@ fn base_url_problem(path: &Path, text: &str, url: &str) -> Option<Diagnostic> {
             .at(Location::in_source(path, text, at))
             .with_help(bad.help),
     )
+}
+
+/// A top-level string of the TOML text, read without the typed config (which may not parse).
+fn plain_string(text: &str, key: &str) -> Option<String> {
+    let table = toml::from_str::<toml::Table>(text).ok()?;
+    table.get(key)?.as_str().map(str::to_string)
+}
+
+/// The error for a `repository` that is not a git URL cargo can fetch, at its value in `text`.
+fn repository_problem(path: &Path, text: &str, url: Option<String>) -> Option<Diagnostic> {
+    let url = url?;
+    let problem = check_repository(&url).err()?;
+    let at = value_span(text, "repository").unwrap_or(0..0);
+    Some(
+        Diagnostic::error(format!("`repository` {problem}, got `{url}`"))
+            .at(Location::in_source(path, text, at))
+            .with_help(
+                "write the git URL of the repository, e.g. `https://github.com/user/repo`; \
+                 the take-home projects depend on it with `git = \"...\"`",
+            ),
+    )
+}
+
+/// Checks `repository`: a URL cargo accepts for a `git` dependency (`https`, `http`, `ssh`,
+/// `git` or `file` scheme), with nothing that would change its meaning once `?rev=` is
+/// appended in the lock file (a query or fragment) or break it (spaces).
+pub fn check_repository(url: &str) -> Result<(), String> {
+    if url.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err("contains a space or a control character".into());
+    }
+    if url.contains(['?', '#']) {
+        return Err("has a query or fragment (`?...`, `#...`)".into());
+    }
+    match url.split_once("://") {
+        Some(("https" | "http" | "ssh" | "git", rest))
+            if !rest.starts_with('/') && !rest.is_empty() =>
+        {
+            Ok(())
+        }
+        Some(("file", rest)) if rest.starts_with('/') && rest.len() > 1 => Ok(()),
+        Some(("https" | "http" | "ssh" | "git" | "file", _)) => Err("has no host or path".into()),
+        Some((scheme, _)) => Err(format!(
+            "has the scheme `{scheme}`, not https, http, ssh, git or file"
+        )),
+        None => Err("is not a URL (cargo cannot fetch `host:path`)".into()),
+    }
 }
 
 /// What is wrong with a `base_url`, and how to write it instead.
@@ -412,6 +472,58 @@ mod tests {
         assert_eq!(found[0].0, 2, "{found:?}");
         assert!(found[0].1.starts_with("`base_url` "), "{found:?}");
         assert!(found[1].1.contains("`langage`"), "{found:?}");
+    }
+
+    #[test]
+    fn repository_takes_the_git_urls_cargo_fetches() {
+        for good in [
+            "https://github.com/attnbook/attnbook",
+            "https://github.com/attnbook/attnbook.git",
+            "ssh://git@github.com/attnbook/attnbook.git",
+            "git://example.org/repo",
+            "file:///srv/git/attnbook",
+        ] {
+            assert_eq!(check_repository(good), Ok(()), "{good}");
+        }
+        for (bad, problem) in [
+            ("git@github.com:attnbook/attnbook.git", "is not a URL"),
+            ("github.com/attnbook/attnbook", "is not a URL"),
+            ("ftp://example.org/repo", "scheme `ftp`"),
+            ("https://", "no host"),
+            ("file://relative/path", "no host or path"),
+            ("https://github.com/a/b?ref=x", "query or fragment"),
+            ("https://github.com/a b", "space"),
+            ("", "is not a URL"),
+        ] {
+            let err = check_repository(bad).unwrap_err();
+            assert!(err.contains(problem), "{bad}: {err}");
+        }
+    }
+
+    /// A bad `repository` is an error at its line, named by its key, listed with the other
+    /// problems of the file.
+    #[test]
+    fn a_bad_repository_names_its_key_and_line() {
+        let text = "title = \"T\"\nbase_url = \"/\"\nrepository = \"git@github.com:a/b\"\n";
+        let problems = Config::parse(Path::new("site.toml"), text).unwrap_err();
+        assert_eq!(problems.len(), 1);
+        let loc = problems[0].location.clone().unwrap();
+        assert_eq!((loc.line, loc.col), (3, 1));
+        assert!(
+            problems[0].message.starts_with("`repository` is not a URL"),
+            "{}",
+            problems[0].message
+        );
+        let text = "title = \"T\"\nbase_url = \"x\"\nrepository = \"ftp://h/r\"\nlangage = 1\n";
+        let problems = Config::parse(Path::new("site.toml"), text).unwrap_err();
+        let lines: Vec<usize> = problems
+            .iter()
+            .map(|d| d.location.as_ref().unwrap().line)
+            .collect();
+        assert_eq!(lines, [2, 3, 4], "{problems:?}");
+        let text = "title = \"T\"\nbase_url = \"/\"\nrepository = \"https://github.com/a/b\"\n";
+        let config = Config::parse(Path::new("site.toml"), text).unwrap();
+        assert_eq!(config.repository.as_deref(), Some("https://github.com/a/b"));
     }
 
     #[test]

@@ -43,6 +43,8 @@ pub struct Chapter {
     pub bindings: Vec<Binding>,
     /// The rendered body (stage 5).
     pub html: String,
+    /// The file name of the chapter's take-home experiments, beside its page, when offered.
+    pub take_home: Option<String>,
 }
 
 impl Chapter {
@@ -60,6 +62,7 @@ impl Chapter {
             run: None,
             bindings: Vec::new(),
             html: String::new(),
+            take_home: None,
         })
     }
 

@@ -8,6 +8,9 @@
 //!    and whatever the experiments started is killed when they end (`reap`).
 //! 4. Store the fresh results of every chapter that succeeded in the cache.
 //!
+//! With `repository` in site.toml, [`downloads`] then packs each chapter's blocks as a
+//! standalone Cargo project for its page (`take_home`).
+//!
 //! One chapter's failure costs only that chapter: the others are still compiled, run, cached
 //! and bound, so one mistake gives one error.
 
@@ -16,8 +19,10 @@ mod compile;
 mod generate;
 mod process;
 mod reap;
+mod take_home;
 
 pub use reap::{kill_orphans, signal_group};
+pub use take_home::{Download, downloads};
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

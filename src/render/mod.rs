@@ -359,6 +359,12 @@ pub fn chapter_page<'a>(
     let related: Vec<LinkView<'_>> = related.of(series, index).into_iter().map(link).collect();
     context.insert("related", &related);
     context.insert("run", &chapter.run.as_ref().map(|r| run_view(&r.meta)));
+    // The chapter's experiments as a standalone Cargo project (`repository` in site.toml).
+    let take_home = chapter.take_home.as_ref();
+    context.insert(
+        "take_home",
+        &take_home.map(|file| format!("{}{file}", chapter_url(&base, &chapter.slug))),
+    );
     tera.render("chapter.html", &context)
         .map_err(|e| template_error(&e, "chapter.html").at(Location::at_line(&chapter.path, 1, 1)))
 }

@@ -426,7 +426,12 @@ pub fn build(plan: &BuildPlan) -> Outcome {
     // Any error keeps the old site until it is fixed.
     if !out.diagnostics.has_errors() {
         let rendered = Rendered { refs, ..rendered };
-        let files = pages_beside_search(&mut series, &rendered, &mut timings);
+        let downloads = take_home(&mut series);
+        timings.lap("experiment downloads");
+        let files = pages_beside_search(&mut series, &rendered, &mut timings).map(|mut files| {
+            files.extend(downloads);
+            files
+        });
         let spare = plan.root.join(".attnbook/spare-output");
         let spare = plan.recycle_output.then_some(spare.as_path());
         match files.and_then(|files| emit::write_site(&plan.out, spare, files, &mut timings)) {
@@ -438,6 +443,27 @@ pub fn build(plan: &BuildPlan) -> Outcome {
     }
     out.series = Some(series);
     out
+}
+
+/// The chapters' take-home experiment projects (`repository` in site.toml), each marked on
+/// its chapter for the page to link. When they cannot be pinned to a commit the site goes
+/// without them: the warning says why, and nothing about the content is wrong.
+fn take_home(series: &mut Series) -> emit::Files {
+    let downloads = lab::downloads(series).unwrap_or_else(|why| {
+        eprintln!("warning: no experiment downloads: {why}");
+        Vec::new()
+    });
+    downloads
+        .into_iter()
+        .map(|download| {
+            let chapter = &mut series.chapters[download.chapter];
+            chapter.take_home = Some(download.file_name.clone());
+            (
+                PathBuf::from(&chapter.slug).join(download.file_name),
+                download.bytes,
+            )
+        })
+        .collect()
 }
 
 /// Stages 3 and 5a-b side by side: the experiments compile and run on their own thread, and

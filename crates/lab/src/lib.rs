@@ -26,7 +26,7 @@ mod value;
 pub use alloc::{live_bytes, peak_alloc};
 pub use context::Lab;
 pub use random::RandnShape;
-pub use runner::{ChapterFn, run_chapter, run_main};
+pub use runner::{ChapterFn, run_chapter, run_main, run_standalone};
 pub use value::{IntoValue, Scalar};
 
 /// The JSON types the results file is made of.

@@ -34,6 +34,58 @@ pub fn run_main(chapters: &[(&str, ChapterFn)]) -> ! {
     std::process::exit(main_with_args(&args, chapters))
 }
 
+/// The `main` of a chapter's take-home project (`attnbook` offers one per chapter): runs the
+/// chapter with the seed of the site's build, writes what it recorded to `results` (the same
+/// JSON the generator reads, so a reader can compare it with the site bit for bit), lists the
+/// recorded values, and exits 0, or 101 if a block panicked.
+pub fn run_standalone(slug: &str, seed: u64, results: &str, chapter: ChapterFn) -> ! {
+    let recorded = run_chapter(slug, seed, chapter);
+    if let Err(e) = write_atomically(Path::new(results), &recorded) {
+        eprintln!("error: cannot write the results to {results}: {e}");
+        std::process::exit(EXIT_ERROR);
+    }
+    print!("{}", summary(&recorded, results));
+    std::process::exit(if recorded.panic.is_some() {
+        EXIT_PANIC
+    } else {
+        0
+    })
+}
+
+/// Values shown per vector in the summary; `results.json` has them all.
+const SUMMARY_ELEMENTS: usize = 6;
+
+/// One line per recorded value: its name and data, shortest round-trip formatting (the digits
+/// that read back as the same `f64`).
+fn summary(results: &ChapterResults, path: &str) -> String {
+    let mut out = format!(
+        "\n{} value(s), {} table(s), {} figure(s) recorded; all of them in {path}\n",
+        results.values.len(),
+        results.tables.len(),
+        results.figures.len()
+    );
+    for value in &results.values {
+        let shown: Vec<String> = value
+            .data
+            .iter()
+            .take(SUMMARY_ELEMENTS)
+            .map(|n| n.0.to_string())
+            .collect();
+        let more = if value.data.len() > SUMMARY_ELEMENTS {
+            ", ..."
+        } else {
+            ""
+        };
+        let data = if value.shape.is_empty() {
+            shown.join("")
+        } else {
+            format!("{:?} [{}{more}]", value.shape, shown.join(", "))
+        };
+        out.push_str(&format!("  {} = {data}\n", value.name));
+    }
+    out
+}
+
 /// Everything `run_main` does except reading the process arguments and exiting.
 fn main_with_args(args: &[String], chapters: &[(&str, ChapterFn)]) -> i32 {
     let (slug, seed, path) = match parse_args(args) {
@@ -254,6 +306,28 @@ mod tests {
 
     fn read_results(path: &Path) -> ChapterResults {
         serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+    }
+
+    /// The take-home summary lists every value with the digits that read back as the same
+    /// `f64`, vectors cut after a few elements.
+    #[test]
+    fn the_standalone_summary_lists_every_value_exactly() {
+        let results = run_chapter("c", 1, |lab| {
+            lab.value("third", 1.0 / 3.0);
+            lab.value("v", &[0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7][..]);
+        });
+        let text = summary(&results, "results.json");
+        assert!(
+            text.contains(
+                "2 value(s), 0 table(s), 0 figure(s) recorded; all of them in results.json"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("  third = 0.3333333333333333\n"), "{text}");
+        assert!(
+            text.contains("  v = [7] [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, ...]\n"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -1,0 +1,483 @@
+//! "Take the experiments home": each chapter's experiment blocks as a standalone Cargo project.
+//!
+//! With `repository` in site.toml, every chapter that has experiments gets
+//! `<slug>/<slug>-experiments.tar.gz` beside its page: `Cargo.toml`, the build's `Cargo.lock`
+//! and `src/main.rs` holding the chapter's blocks in order (hidden `# ` lines included, since
+//! they are needed to compile). The project depends on `lab` by `git = repository,
+//! rev = commit`, the commit that holds the `lab` crate this build linked, so a reader who runs
+//! `cargo run --release` gets the very numbers of the page, bit for bit, in `results.json`.
+//!
+//! The commit is `HEAD` of the git repository that holds the `lab` crate (for the series, this
+//! repository). When it cannot be pinned (no git, not a repository, uncommitted changes beside
+//! the `lab` crate) no download is offered: a project pinned to a commit that does not hold
+//! the code that ran would promise numbers it cannot give. The build says why and goes on.
+//!
+//! Building the project, reading the lock and packing the archive are pure functions over
+//! text; only [`downloads`] and [`pin`] touch the disk and git.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use super::Paths;
+use crate::content::{Chapter, Series};
+
+/// One chapter's take-home archive.
+pub struct Download {
+    /// Index of the chapter in the series.
+    pub chapter: usize,
+    /// The archive's file name, to be written beside the chapter page.
+    pub file_name: String,
+    /// The `.tar.gz` bytes.
+    pub bytes: Vec<u8>,
+}
+
+/// Where the take-home projects get `lab` from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Pin {
+    /// The git URL (`repository` of site.toml).
+    pub repository: String,
+    /// The full commit hash.
+    pub commit: String,
+    /// The commit's time (seconds since the epoch), stamped on the archive's files so that the
+    /// same sources give the same bytes.
+    pub time: u64,
+}
+
+/// The name of a chapter's archive.
+fn archive_name(slug: &str) -> String {
+    format!("{slug}-experiments.tar.gz")
+}
+
+/// Every chapter's archive; none without `repository`. `Err` says why no download can be
+/// offered (the build warns and goes on without them).
+pub fn downloads(series: &Series) -> Result<Vec<Download>, String> {
+    let Some(repository) = &series.config.repository else {
+        return Ok(Vec::new());
+    };
+    let chapters: Vec<(usize, &Chapter)> = series
+        .chapters
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.run.is_some() && !c.doc.experiments.is_empty())
+        .collect();
+    if chapters.is_empty() {
+        return Ok(Vec::new());
+    }
+    let paths = Paths::new(series);
+    let pin = pin(repository, &paths.lab_crate)?;
+    let lock_path = paths.work.join("lab").join("Cargo.lock");
+    let build_lock = std::fs::read_to_string(&lock_path).map_err(|e| {
+        format!(
+            "cannot read the experiments' lock file {}: {e}",
+            lock_path.display()
+        )
+    })?;
+    let page_root = series.config.base_url_slash();
+    chapters
+        .into_iter()
+        .map(|(index, chapter)| {
+            let page = format!("{page_root}{}/", chapter.slug);
+            let project = project(chapter, &page, &pin, &build_lock, &paths.package)?;
+            let bytes = archive(&project, pin.time)
+                .map_err(|e| format!("cannot pack the experiments of {}: {e}", chapter.slug))?;
+            Ok(Download {
+                chapter: index,
+                file_name: archive_name(&chapter.slug),
+                bytes,
+            })
+        })
+        .collect()
+}
+
+/// Pins `repository` to `HEAD` of the git repository holding `lab_crate`, provided nothing
+/// beside the crate (its parent directory: `crates/` with `attention` and `lab-protocol`) has
+/// uncommitted changes.
+fn pin(repository: &str, lab_crate: &Path) -> Result<Pin, String> {
+    let head = git(
+        lab_crate,
+        &["show", "--no-patch", "--format=%H %ct", "HEAD"],
+    )?;
+    let (commit, time) = head.split_once(' ').unwrap_or((&head, "0"));
+    let crates = lab_crate.parent().unwrap_or(lab_crate);
+    let changes = git(crates, &["status", "--porcelain", "--", "."])?;
+    if let Some(first) = changes.lines().next() {
+        return Err(format!(
+            "{} has uncommitted changes (`{}`{}); commit them so the downloads can pin the code that ran",
+            crates.display(),
+            first.trim(),
+            if changes.lines().count() > 1 {
+                ", ..."
+            } else {
+                ""
+            }
+        ));
+    }
+    Ok(Pin {
+        repository: repository.to_string(),
+        commit: commit.to_string(),
+        time: time.parse().unwrap_or(0),
+    })
+}
+
+/// Runs git in `dir`; its trimmed standard output, or what went wrong.
+fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
+    let output = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run git to pin the downloads to a commit: {e}"))?;
+    if !output.status.success() {
+        return Err(format!(
+            "`git {}` failed in {}: {}",
+            args.join(" "),
+            dir.display(),
+            String::from_utf8_lossy(&output.stderr).trim()
+        ));
+    }
+    Ok(String::from_utf8_lossy(&output.stdout).trim().to_string())
+}
+
+/// A take-home project: its directory name and `(relative path, text)` of each file.
+struct Project {
+    /// The directory the archive unpacks into (also the package name).
+    pub name: String,
+    /// The files, in archive order.
+    pub files: Vec<(PathBuf, String)>,
+}
+
+/// The project of one chapter; `build_lock` is the lock file of the build's experiment crate,
+/// whose root package is `build_package`.
+fn project(
+    chapter: &Chapter,
+    page: &str,
+    pin: &Pin,
+    build_lock: &str,
+    build_package: &str,
+) -> Result<Project, String> {
+    let name = package_name(&chapter.slug);
+    let source = format!("git+{}?rev={}#{}", pin.repository, pin.commit, pin.commit);
+    let lock = take_home_lock(build_lock, build_package, &name, &source)?;
+    let title = one_line(&chapter.front.title);
+    Ok(Project {
+        files: vec![
+            (
+                PathBuf::from("Cargo.toml"),
+                manifest(&name, &title, page, pin),
+            ),
+            (PathBuf::from("Cargo.lock"), lock),
+            (
+                PathBuf::from("src/main.rs"),
+                program(chapter, &title, page, pin),
+            ),
+        ],
+        name,
+    })
+}
+
+/// A valid Cargo package name for any slug (ASCII letters, digits and `-`, never starting
+/// with a digit).
+fn package_name(slug: &str) -> String {
+    let clean: String = slug
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    format!("attnbook-{}-experiments", clean.trim_matches('-'))
+}
+
+/// A title for a one-line comment: control characters (a TOML escape can put a newline in
+/// the title) would end the comment.
+fn one_line(text: &str) -> String {
+    text.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect()
+}
+
+fn manifest(name: &str, title: &str, page: &str, pin: &Pin) -> String {
+    format!(
+        "# The experiments of \"{title}\" ({page}), generated by attnbook.\n\
+         # `cargo run --release` runs them with the seed of the site's build and writes results.json.\n\
+         [package]\nname = \"{name}\"\nversion = \"0.0.0\"\nedition = \"2024\"\npublish = false\n\n\
+         [dependencies]\n\
+         # The experiment runtime (and through it the attention core) at the commit the site was built from.\n\
+         lab = {{ git = {repository:?}, rev = \"{commit}\" }}\n\n\
+         # Not part of any enclosing workspace.\n[workspace]\n\n[profile.release]\ndebug = false\n",
+        repository = pin.repository,
+        commit = pin.commit,
+    )
+}
+
+fn program(chapter: &Chapter, title: &str, page: &str, pin: &Pin) -> String {
+    let mut text = format!(
+        "//! The experiments of \"{title}\" (chapter {number}), {page}\n\
+         //!\n\
+         //! Generated by attnbook from {path}\n\
+         //! at {repository} commit {commit}.\n\
+         //!\n\
+         //! The chapter's experiment blocks in order, in one function, as the site ran them\n\
+         //! (lines the page hides are here too, since the blocks need them). `cargo run --release`\n\
+         //! prints what each block prints and writes every recorded value, table and figure to\n\
+         //! results.json, with the seed of the site's build: the numbers are those of the page.\n\n\
+         #![allow(unused, clippy::all)]\n\
+         use lab::prelude::*;\n\n\
+         fn run(lab: &mut lab::Lab) {{\n",
+        number = chapter.front.number,
+        path = chapter.path.display(),
+        repository = pin.repository,
+        commit = pin.commit,
+    );
+    for block in &chapter.doc.experiments {
+        text.push_str(&format!(
+            "    // Block {} ({}:{})\n    lab.begin_block({});\n",
+            block.index + 1,
+            chapter.path.display(),
+            block.line,
+            block.index
+        ));
+        // Unindented, as written: a line may continue a multi-line string literal.
+        for line in &block.lines {
+            text.push_str(&line.code);
+            text.push('\n');
+        }
+    }
+    text.push_str(&format!(
+        "}}\n\nfn main() {{\n    lab::run_standalone({slug:?}, {seed}, \"results.json\", run)\n}}\n",
+        slug = chapter.slug,
+        seed = chapter.seed(),
+    ));
+    text
+}
+
+/// The build's lock file made the project's: its root package renamed, and the packages it
+/// took from paths (`lab`, `attention`, `lab-protocol`: the ones without a `source`) taken
+/// from `source` instead. Everything else, registry versions and checksums, stays as built, so
+/// `cargo build --locked` resolves exactly what the site compiled.
+fn take_home_lock(
+    build_lock: &str,
+    build_package: &str,
+    package: &str,
+    source: &str,
+) -> Result<String, String> {
+    let (header, rest) = build_lock
+        .split_once("[[package]]")
+        .ok_or("the experiments' lock file lists no package")?;
+    let mut blocks: Vec<String> = Vec::new();
+    let mut found_root = false;
+    for block in rest.split("\n[[package]]") {
+        let block = block.trim_matches('\n');
+        let name = lock_field(block, "name").ok_or("a package of the lock file has no name")?;
+        let edited = if name == build_package {
+            found_root = true;
+            block.replacen(
+                &format!("name = \"{name}\""),
+                &format!("name = \"{package}\""),
+                1,
+            )
+        } else if lock_field(block, "source").is_none() {
+            let version = lock_field(block, "version").ok_or("a package has no version")?;
+            let line = format!("version = \"{version}\"");
+            block.replacen(&line, &format!("{line}\nsource = \"{source}\""), 1)
+        } else {
+            block.to_string()
+        };
+        blocks.push(edited);
+    }
+    if !found_root {
+        return Err(format!(
+            "the experiments' lock file has no package `{build_package}`; build again"
+        ));
+    }
+    // Cargo orders packages by name (then version and source, already in order).
+    blocks.sort_by(|a, b| lock_field(a, "name").cmp(&lock_field(b, "name")));
+    let body: Vec<String> = blocks
+        .iter()
+        .map(|b| format!("[[package]]\n{b}\n"))
+        .collect();
+    Ok(format!("{header}{}", body.join("\n")))
+}
+
+/// The value of `key = "value"` on a line of a lock file's package block.
+fn lock_field<'a>(block: &'a str, key: &str) -> Option<&'a str> {
+    block.lines().find_map(|line| {
+        line.strip_prefix(key)?
+            .trim_start()
+            .strip_prefix("= \"")?
+            .strip_suffix('"')
+    })
+}
+
+/// The project as a `.tar.gz` unpacking into `project.name/`; every file stamped with `time`
+/// and mode 0644, so the same project always packs to the same bytes.
+fn archive(project: &Project, time: u64) -> std::io::Result<Vec<u8>> {
+    let gzip = flate2::GzBuilder::new()
+        .mtime(u32::try_from(time).unwrap_or(0))
+        .write(Vec::new(), flate2::Compression::default());
+    let mut tar = tar::Builder::new(gzip);
+    for (path, text) in &project.files {
+        let mut header = tar::Header::new_gnu();
+        header.set_size(text.len() as u64);
+        header.set_mode(0o644);
+        header.set_mtime(time);
+        tar.append_data(
+            &mut header,
+            Path::new(&project.name).join(path),
+            text.as_bytes(),
+        )?;
+    }
+    let mut gzip = tar.into_inner()?;
+    gzip.flush()?;
+    gzip.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SOURCE: &str = "git+file:///repo?rev=abc#abc";
+
+    /// A build lock as cargo writes it: the generated root package, the path packages and
+    /// registry packages (one name in two versions).
+    const BUILD_LOCK: &str = "# This file is automatically @generated by Cargo.\n\
+        # It is not intended for manual editing.\nversion = 4\n\n\
+        [[package]]\nname = \"attention\"\nversion = \"0.1.0\"\ndependencies = [\n \"ndarray\",\n]\n\n\
+        [[package]]\nname = \"attnbook-lab-0123456789\"\nversion = \"0.0.0\"\ndependencies = [\n \"lab\",\n]\n\n\
+        [[package]]\nname = \"lab\"\nversion = \"0.1.0\"\ndependencies = [\n \"attention\",\n]\n\n\
+        [[package]]\nname = \"ndarray\"\nversion = \"0.17.1\"\nsource = \"registry+https://github.com/rust-lang/crates.io-index\"\nchecksum = \"00\"\n\n\
+        [[package]]\nname = \"rand\"\nversion = \"0.8.5\"\nsource = \"registry+https://github.com/rust-lang/crates.io-index\"\nchecksum = \"01\"\n\n\
+        [[package]]\nname = \"rand\"\nversion = \"0.10.0\"\nsource = \"registry+https://github.com/rust-lang/crates.io-index\"\nchecksum = \"02\"\n";
+
+    #[test]
+    fn the_lock_takes_path_packages_from_git_and_renames_the_root() {
+        let lock =
+            take_home_lock(BUILD_LOCK, "attnbook-lab-0123456789", "zz-home", SOURCE).unwrap();
+        let expected = BUILD_LOCK
+            .replace(
+                "[[package]]\nname = \"attnbook-lab-0123456789\"\nversion = \"0.0.0\"\ndependencies = [\n \"lab\",\n]\n\n",
+                "",
+            )
+            .replace(
+                "version = \"0.1.0\"\n",
+                &format!("version = \"0.1.0\"\nsource = \"{SOURCE}\"\n"),
+            )
+            + "\n[[package]]\nname = \"zz-home\"\nversion = \"0.0.0\"\ndependencies = [\n \"lab\",\n]\n";
+        assert_eq!(
+            lock, expected,
+            "sorted by name, versions of one name kept in order"
+        );
+    }
+
+    #[test]
+    fn a_lock_without_the_build_package_is_refused() {
+        let err = take_home_lock(BUILD_LOCK, "attnbook-lab-other", "p", SOURCE).unwrap_err();
+        assert!(err.contains("no package `attnbook-lab-other`"), "{err}");
+        assert!(take_home_lock("version = 4\n", "p", "q", SOURCE).is_err());
+    }
+
+    #[test]
+    fn package_names_are_valid_for_any_slug() {
+        assert_eq!(package_name("luong"), "attnbook-luong-experiments");
+        for slug in ["01-why", "注意力", "A_b c"] {
+            let name = package_name(slug);
+            assert!(name.starts_with("attnbook-"), "{name}");
+            assert!(
+                name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-'),
+                "{name}"
+            );
+        }
+    }
+
+    fn chapter() -> Chapter {
+        let source = "+++\ntitle = \"带回家\\n的实验\"\nnumber = 3\nseed = 42\n+++\n\n\
+            ```rust,experiment\n# let n = 2;\nlet s = \"a\n  b\";\n```\n\n\
+            ```rust,experiment,hide\nlab.value(\"n\", n as f64);\n```\n";
+        let mut chapter =
+            Chapter::parse(Path::new("content/03-home.md"), source.to_string()).unwrap();
+        chapter.doc = crate::markdown::parse(&chapter).0;
+        chapter
+    }
+
+    fn pin() -> Pin {
+        Pin {
+            repository: "https://github.com/attnbook/attnbook".into(),
+            commit: "c0ffee".into(),
+            time: 1_700_000_000,
+        }
+    }
+
+    #[test]
+    fn the_program_holds_every_block_in_order_hidden_lines_included() {
+        let page = "https://example.org/home/";
+        let chapter = chapter();
+        let text = program(&chapter, &one_line(&chapter.front.title), page, &pin());
+        let at = |needle: &str| {
+            text.find(needle)
+                .unwrap_or_else(|| panic!("{needle}:\n{text}"))
+        };
+        assert!(at("\"带回家 的实验\" (chapter 3), https://example.org/home/") < at("fn run"));
+        assert!(at("// Block 1 (content/03-home.md:7)") < at("let n = 2;"));
+        assert!(at("let s = \"a\n  b\";") < at("// Block 2 (content/03-home.md:13)"));
+        assert!(at("lab.begin_block(1);") < at("lab.value(\"n\", n as f64);"));
+        assert!(text.contains("lab::run_standalone(\"home\", 42, \"results.json\", run)"));
+        assert!(text.contains("//! at https://github.com/attnbook/attnbook commit c0ffee.\n"));
+    }
+
+    #[test]
+    fn the_manifest_pins_lab_to_the_commit() {
+        let text = manifest(
+            "attnbook-home-experiments",
+            "t",
+            "https://e.org/home/",
+            &pin(),
+        );
+        let parsed: toml::Table = toml::from_str(&text).unwrap();
+        let lab = &parsed["dependencies"]["lab"];
+        assert_eq!(
+            lab["git"].as_str(),
+            Some("https://github.com/attnbook/attnbook")
+        );
+        assert_eq!(lab["rev"].as_str(), Some("c0ffee"));
+        assert_eq!(
+            parsed["package"]["name"].as_str(),
+            Some("attnbook-home-experiments")
+        );
+    }
+
+    #[test]
+    fn the_archive_is_the_same_bytes_every_time_and_unpacks_into_the_project() {
+        let project = Project {
+            name: "p".into(),
+            files: vec![
+                (PathBuf::from("Cargo.toml"), "[package]\n".into()),
+                (PathBuf::from("src/main.rs"), "fn main() {}\n".into()),
+            ],
+        };
+        let bytes = archive(&project, 1_700_000_000).unwrap();
+        assert_eq!(bytes, archive(&project, 1_700_000_000).unwrap());
+        let mut unpacked = tar::Archive::new(flate2::read::GzDecoder::new(bytes.as_slice()));
+        let entries: Vec<(String, u64, u32)> = unpacked
+            .entries()
+            .unwrap()
+            .map(|e| {
+                let e = e.unwrap();
+                let header = e.header();
+                let path = e.path().unwrap().display().to_string();
+                (path, header.mtime().unwrap(), header.mode().unwrap())
+            })
+            .collect();
+        assert_eq!(
+            entries,
+            [
+                ("p/Cargo.toml".to_string(), 1_700_000_000, 0o644),
+                ("p/src/main.rs".to_string(), 1_700_000_000, 0o644)
+            ]
+        );
+    }
+}
