@@ -415,23 +415,30 @@ fn run_all(
         toolchain,
         cpu,
     };
-    std::thread::scope(|scope| {
-        for _ in 0..plan.jobs.max(1).min(jobs.len()) {
-            scope.spawn(|| {
-                loop {
-                    let index = next.fetch_add(1, Ordering::SeqCst);
-                    let Some(&(chapter, executable)) = jobs.get(index) else {
-                        break;
-                    };
-                    let outcome = run_chapter(&settings, chapter, executable);
-                    if let Ok(mut all) = outcomes.lock() {
-                        all[index] = Some(outcome);
+    // Chapters that time themselves run last and one at a time, so no other chapter's
+    // experiments share the machine while they measure; the others run `plan.jobs` at once.
+    let (timed, untimed): (Vec<usize>, Vec<usize>) =
+        (0..jobs.len()).partition(|&i| times_itself(jobs[i].0));
+    for (order, workers) in [(&untimed, plan.jobs.max(1)), (&timed, 1)] {
+        next.store(0, Ordering::SeqCst);
+        std::thread::scope(|scope| {
+            for _ in 0..workers.min(order.len()) {
+                scope.spawn(|| {
+                    loop {
+                        let Some(&index) = order.get(next.fetch_add(1, Ordering::SeqCst)) else {
+                            break;
+                        };
+                        let (chapter, executable) = jobs[index];
+                        let outcome = run_chapter(&settings, chapter, executable);
+                        if let Ok(mut all) = outcomes.lock() {
+                            all[index] = Some(outcome);
+                        }
+                        bar.inc(1);
                     }
-                    bar.inc(1);
-                }
-            });
-        }
-    });
+                });
+            }
+        });
+    }
     bar.finish_and_clear();
     outcomes
         .into_inner()
@@ -439,6 +446,18 @@ fn run_all(
         .into_iter()
         .map(|o| o.unwrap_or_else(|| Err(Vec::new())))
         .collect()
+}
+
+/// Whether a chapter measures time: a block calls `lab.bench` or reads the clock with
+/// `Instant`. Such chapters run alone (see [`run_all`]), since a timing taken while another
+/// chapter's experiments compete for the cores says little about the code it times.
+fn times_itself(chapter: &Chapter) -> bool {
+    chapter.doc.experiments.iter().any(|block| {
+        block
+            .lines
+            .iter()
+            .any(|line| line.code.contains(".bench(") || line.code.contains("Instant::"))
+    })
 }
 
 /// Most bytes of results JSON read back from one chapter (figures included).
@@ -650,6 +669,25 @@ mod tests {
         );
         assert_eq!(model_name("processor : 0\nmodel name :\n"), None);
         assert!(!cpu_model().is_empty());
+    }
+
+    fn chapter_with(code: &str) -> Chapter {
+        let source =
+            format!("+++\ntitle = \"t\"\nnumber = 1\n+++\n\n```rust,experiment\n{code}\n```\n");
+        let mut chapter = Chapter::parse(Path::new("content/01-t.md"), source).unwrap();
+        chapter.doc = crate::markdown::parse(&chapter).0;
+        chapter
+    }
+
+    #[test]
+    fn chapters_that_time_themselves_are_told_apart() {
+        assert!(times_itself(&chapter_with(
+            "let t = lab.bench(\"x\", || 1);"
+        )));
+        assert!(times_itself(&chapter_with(
+            "# let t0 = std::time::Instant::now();"
+        )));
+        assert!(!times_itself(&chapter_with("lab.value(\"x\", 1.0);")));
     }
 
     #[test]
