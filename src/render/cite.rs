@@ -235,7 +235,7 @@ fn render_chapter(
         ));
     }
     let list_html = format!(
-        "<section class=\"bibliography\">\n<h2 id=\"bibliography\"><a class=\"anchor\" href=\"#bibliography\" aria-hidden=\"true\">#</a>参考文献</h2>\n<ol class=\"references\">\n{list}</ol>\n</section>\n"
+        "<section class=\"bibliography\">\n<h2 id=\"bibliography\"><a class=\"anchor\" href=\"#bibliography\" aria-hidden=\"true\" tabindex=\"-1\">#</a>参考文献</h2>\n<ol class=\"references\">\n{list}</ol>\n</section>\n"
     );
     (ChapterCitations { inline, list_html }, problems)
 }

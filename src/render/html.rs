@@ -225,7 +225,7 @@ fn piece_event(
         Piece::HeadingStart(i) => {
             let h = &inputs.doc.headings[*i];
             let id = escape(&h.id);
-            Event::Html(format!("<h{l} id=\"{id}\"{attrs}><a class=\"anchor\" href=\"#{id}\" aria-hidden=\"true\">#</a>", l = h.level, attrs = heading_attributes(h)).into())
+            Event::Html(format!("<h{l} id=\"{id}\"{attrs}><a class=\"anchor\" href=\"#{id}\" aria-hidden=\"true\" tabindex=\"-1\">#</a>", l = h.level, attrs = heading_attributes(h)).into())
         }
         Piece::HeadingEnd(i) => {
             Event::Html(format!("</h{}>\n", inputs.doc.headings[*i].level).into())
