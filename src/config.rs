@@ -47,12 +47,15 @@ pub struct Config {
     /// Build-time syntax highlighting of code blocks.
     #[serde(default)]
     pub highlight: Switch,
+    /// The print page: the whole series on one page (`print.html`).
+    #[serde(default)]
+    pub print: Switch,
     /// Problems that do not stop the build (characters XML forbids in a value), at their keys.
     #[serde(skip)]
     pub warnings: Vec<Diagnostic>,
 }
 
-/// `[search]`, `[highlight]`: a feature that is on unless `enabled = false`.
+/// `[search]`, `[highlight]`, `[print]`: a feature that is on unless `enabled = false`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Switch {

@@ -10,6 +10,7 @@ pub mod highlight;
 pub mod html;
 pub mod links;
 pub mod math;
+pub mod print;
 pub mod search;
 pub mod taxonomy;
 pub mod tex_text;
@@ -27,7 +28,7 @@ use crate::lab::RunMeta;
 use crate::markdown::Heading;
 use taxonomy::{Kind, TermLink};
 
-const DEFAULT_TEMPLATES: [(&str, &str); 9] = [
+const DEFAULT_TEMPLATES: [(&str, &str); 10] = [
     (
         "taxonomy.html",
         include_str!("../../templates/taxonomy.html"),
@@ -43,6 +44,7 @@ const DEFAULT_TEMPLATES: [(&str, &str); 9] = [
     ("base.html", include_str!("../../templates/base.html")),
     ("index.html", include_str!("../../templates/index.html")),
     ("chapter.html", include_str!("../../templates/chapter.html")),
+    ("print.html", include_str!("../../templates/print.html")),
 ];
 
 /// Loads the templates: embedded defaults, overridden by `root/templates/*.html`.
@@ -118,6 +120,8 @@ pub struct SiteView<'a> {
     search: bool,
     /// `[highlight] enabled`: the highlighting stylesheet.
     highlight: bool,
+    /// `[print] enabled`: the print page, linked from the navigation.
+    print: bool,
 }
 
 impl<'a> SiteView<'a> {
@@ -132,6 +136,7 @@ impl<'a> SiteView<'a> {
             base_path: config.base_path(),
             search: config.search.enabled,
             highlight: config.highlight.enabled,
+            print: config.print.enabled,
         }
     }
 }
