@@ -32,7 +32,7 @@ pub struct Bibliography {
 pub type CitationCache = Cache<ChapterCitations>;
 
 /// Changes whenever the markup below changes shape.
-const CACHE_SALT: &str = concat!("attnbook ", env!("CARGO_PKG_VERSION"), "; citations 1");
+const CACHE_SALT: &str = concat!("attnbook ", env!("CARGO_PKG_VERSION"), "; citations 2");
 
 /// A chapter's citations, rendered.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
