@@ -56,12 +56,17 @@ pub struct Config {
     /// output of the site with its rerun and status.
     #[serde(default)]
     pub verification: Switch,
+
+    /// The print page: the whole series on one page (`print.html`).
+    #[serde(default)]
+    pub print: Switch,
     /// Problems that do not stop the build (characters XML forbids in a value), at their keys.
     #[serde(skip)]
     pub warnings: Vec<Diagnostic>,
 }
 
-/// `[search]`, `[highlight]`, `[verification]`: a feature that is on unless `enabled = false`.
+/// `[search]`, `[highlight]`, `[verification]`, `[print]`: a feature that is on unless
+/// `enabled = false`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Switch {

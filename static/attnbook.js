@@ -387,3 +387,48 @@
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
   else init();
 })();
+
+/*
+ * Scrollable boxes reachable from the keyboard: a code block, an output, a wide table or
+ * formula that scrolls sideways gets tabindex="0" (WCAG 2.1.1; axe's scrollable-region-focusable),
+ * so arrow keys can scroll it. Only boxes that do scroll get it, re-measured when the window
+ * changes size: a tab stop on every block would make the keyboard walk through the whole page.
+ */
+(function () {
+  "use strict";
+
+  var BOXES = "pre, .table-wrap, .math-display, .katex-display, .figure-svg";
+
+  function mark() {
+    var boxes = document.querySelectorAll(BOXES);
+    for (var i = 0; i < boxes.length; i++) {
+      var box = boxes[i];
+      var scrolls = box.scrollWidth > box.clientWidth + 1 || box.scrollHeight > box.clientHeight + 1;
+      // A box with something focusable inside (a chart's keyboard marks) scrolls to its focus.
+      if (!box.hasAttribute("data-scroll-focus") && box.querySelector("[tabindex], a[href], button")) continue;
+      if (scrolls && !box.hasAttribute("tabindex")) {
+        box.setAttribute("tabindex", "0");
+        box.setAttribute("data-scroll-focus", "");
+      } else if (!scrolls && box.hasAttribute("data-scroll-focus")) {
+        box.removeAttribute("tabindex");
+        box.removeAttribute("data-scroll-focus");
+      }
+    }
+  }
+
+  var pending = null;
+  function later() {
+    if (pending) clearTimeout(pending);
+    pending = setTimeout(mark, 150);
+  }
+
+  function init() {
+    mark();
+    window.addEventListener("resize", later);
+    // Fonts change widths: KaTeX's arrive after DOMContentLoaded.
+    if (document.fonts && document.fonts.ready) document.fonts.ready.then(mark);
+  }
+
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
+  else init();
+})();

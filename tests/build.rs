@@ -426,7 +426,7 @@ fn tag_and_category_pages_and_related_chapters() {
     );
     assert!(first.contains("<a class=\"category\" href=\"/series/categories/basics/\">basics</a>"));
     assert!(
-        first.contains("<nav class=\"related\">")
+        first.contains("<nav class=\"related\" aria-label=\"同一主题\">")
             && first.contains("<a href=\"/series/second/\">第二篇：没有实验</a>")
     );
     let dot = site.read("public/tags/dot/index.html");

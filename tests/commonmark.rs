@@ -90,7 +90,8 @@ fn normalised(html: &str) -> String {
     static HEADING_ID: LazyLock<Regex> =
         LazyLock::new(|| Regex::new(r#"<h([1-6]) id="[^"]*""#).expect("regex"));
     static ANCHOR: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r##"<a class="anchor" href="#[^"]*" aria-hidden="true">#</a>"##).expect("regex")
+        Regex::new(r##"<a class="anchor" href="#[^"]*" aria-hidden="true" tabindex="-1">#</a>"##)
+            .expect("regex")
     });
     let html = HEADING_ID.replace_all(html, "<h$1");
     let html = ANCHOR.replace_all(&html, "");

@@ -64,6 +64,20 @@ fn blocks_fold_by_option_and_by_length_and_hidden_lines_are_marked() {
         named.contains("<summary>绘图 代码, 第二部分</summary>"),
         "the author's summary, spaces and commas kept: {named}"
     );
+
+    // The print page (issue 16, item 8) shows every fold open, with its summary.
+    let print = site.read("public/print.html");
+    assert_eq!(
+        print
+            .matches("<details class=\"fold\" open><summary>")
+            .count(),
+        2,
+        "{print}"
+    );
+    assert!(
+        !print.contains("<details class=\"fold\"><summary>"),
+        "{print}"
+    );
 }
 
 #[test]

@@ -144,20 +144,28 @@ const PROBES: &[Probe] = &[
     probe(
         18,
         "# T {.cls data-x=1}\n",
-        "<h1 id=\"t\" class=\"cls\" data-x=\"1\"><a class=\"anchor\" href=\"#t\" aria-hidden=\"true\">#</a>T</h1>\n",
+        "<h1 id=\"t\" class=\"cls\" data-x=\"1\"><a class=\"anchor\" href=\"#t\" aria-hidden=\"true\" tabindex=\"-1\">#</a>T</h1>\n",
         &[],
     ),
     probe(
         18,
         "# T [@foo] {#t .c hidden}\n",
-        "<h1 id=\"t\" class=\"c\" hidden=\"\"><a class=\"anchor\" href=\"#t\" aria-hidden=\"true\">#</a>T <a class=\"citation\" href=\"#ref-foo\">foo</a></h1>\n",
+        "<h1 id=\"t\" class=\"c\" hidden=\"\"><a class=\"anchor\" href=\"#t\" aria-hidden=\"true\" tabindex=\"-1\">#</a>T <a class=\"citation\" href=\"#ref-foo\">foo</a></h1>\n",
+        &[],
+    ),
+    // Issue 16, item 6: the empty corner of a two-way table is a data cell, not a header
+    // that names nothing; the other headers stay headers, aligned.
+    probe(
+        16,
+        "| | a |\n| --- | ---: |\n| x | 1 |\n",
+        "<div class=\"table-wrap\">\n<table><thead><tr><td></td><th style=\"text-align: right\">a</th></tr></thead><tbody>\n<tr><td>x</td><td style=\"text-align: right\">1</td></tr>\n</tbody></table>\n</div>\n",
         &[],
     ),
     // What the pre-pass exists for keeps working: a quote closing a heading, two `~` tolerances.
     probe(
         18,
         "# 熵 [0.08]{=x}\n",
-        "<h1 id=\"熵-0-08\"><a class=\"anchor\" href=\"#熵-0-08\" aria-hidden=\"true\">#</a>熵 <span class=\"quote unbound\" data-name=\"x\" title=\"未知的值 x\">0.08</span></h1>\n",
+        "<h1 id=\"熵-0-08\"><a class=\"anchor\" href=\"#熵-0-08\" aria-hidden=\"true\" tabindex=\"-1\">#</a>熵 <span class=\"quote unbound\" data-name=\"x\" title=\"未知的值 x\">0.08</span></h1>\n",
         &["unknown value `x`"],
     ),
     probe(

@@ -11,7 +11,8 @@ arguments always give the same bytes, and the two formats get the same page bodi
 - attnbook: OUT_DIR/site.toml and OUT_DIR/content/NNNN-chapter-NNNN.md with TOML front
   matter (title, number, date, tags, summary).  No experiment blocks: a build measures
   Markdown, KaTeX, highlighting, templates and the search index, not compilation.
-  --bare turns the search index and highlighting off in site.toml (what Zola does by default).
+  --bare turns the search index, highlighting and the print page off in site.toml (what Zola
+  does by default); otherwise the build writes print.html, as mdBook's default build does.
 - mdbook:   OUT_DIR/book.toml (mdbook-katex pre-rendering HTML+MathML at build time),
   OUT_DIR/src/SUMMARY.md and OUT_DIR/src/chNNNN.md (title as a `#` heading).
 
@@ -225,8 +226,9 @@ def write_attnbook(out: Path, pages: int, math: str, bare: bool = False, book: b
         'language = "zh-CN"\n'
     )
     if bare:
-        # What Zola builds by default: no search index, no syntax highlighting.
+        # What Zola builds by default: no search index, no syntax highlighting, no print page.
         config += "\n[search]\nenabled = false\n\n[highlight]\nenabled = false\n"
+        config += "\n[print]\nenabled = false\n"
     (out / "site.toml").write_text(config, encoding="utf-8")
     for n in range(1, pages + 1):
         page = Page(n, math)

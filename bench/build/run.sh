@@ -9,7 +9,8 @@
 # experiments: the size of a real series, where fixed costs show.
 # For every size and each variant (`unique`: 13 formulas per page, every one distinct;
 # `nomath`: the same pages with the formulas replaced by plain text; `bare`: attnbook only, the
-# no-math corpus with the search index and highlighting off, as Zola builds by default) it
+# no-math corpus with the search index, highlighting and print page off, as Zola builds by
+# default; the other rows build print.html, as mdBook builds its print.html) it
 # generates both corpora with gen_corpus.py under target/bench-build/, then times with
 # /usr/bin/time:
 #   attnbook cold  `attnbook --root SITE build` after deleting SITE/.attnbook (caches and the

@@ -32,7 +32,7 @@ pub struct Bibliography {
 pub type CitationCache = Cache<ChapterCitations>;
 
 /// Changes whenever the markup below changes shape.
-const CACHE_SALT: &str = concat!("attnbook ", env!("CARGO_PKG_VERSION"), "; citations 1");
+const CACHE_SALT: &str = concat!("attnbook ", env!("CARGO_PKG_VERSION"), "; citations 2");
 
 /// A chapter's citations, rendered.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -235,7 +235,7 @@ fn render_chapter(
         ));
     }
     let list_html = format!(
-        "<section class=\"bibliography\">\n<h2 id=\"bibliography\"><a class=\"anchor\" href=\"#bibliography\" aria-hidden=\"true\">#</a>参考文献</h2>\n<ol class=\"references\">\n{list}</ol>\n</section>\n"
+        "<section class=\"bibliography\">\n<h2 id=\"bibliography\"><a class=\"anchor\" href=\"#bibliography\" aria-hidden=\"true\" tabindex=\"-1\">#</a>参考文献</h2>\n<ol class=\"references\">\n{list}</ol>\n</section>\n"
     );
     (ChapterCitations { inline, list_html }, problems)
 }

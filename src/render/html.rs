@@ -53,7 +53,22 @@ pub fn body_html(inputs: &PageInputs<'_>) -> String {
         }
     });
     html::push_html(&mut out, events);
-    out
+    empty_header_cells_as_data(&out)
+}
+
+/// An empty header cell (the corner of a two-way table, `| | a | b |` or a lab table's `""`
+/// header) becomes a data cell: a header with no text names nothing, and screen readers
+/// announce it as an empty header before every row (axe's `empty-table-header`). Done on the
+/// written HTML because pulldown-cmark's writer numbers the cells of a row for their alignment,
+/// so a cell cannot be left out of its events.
+fn empty_header_cells_as_data(html: &str) -> String {
+    static EMPTY_TH: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"<th(\s[^>]*)?>\s*</th>").expect("a valid regex")
+    });
+    if !html.contains("</th>") {
+        return html.to_string();
+    }
+    EMPTY_TH.replace_all(html, "<td$1></td>").into_owned()
 }
 
 /// How many links and images a piece stands inside.
@@ -249,7 +264,7 @@ fn piece_event(
         Piece::HeadingStart(i) => {
             let h = &inputs.doc.headings[*i];
             let id = escape(&h.id);
-            Event::Html(format!("<h{l} id=\"{id}\"{attrs}><a class=\"anchor\" href=\"#{id}\" aria-hidden=\"true\">#</a>", l = h.level, attrs = heading_attributes(h)).into())
+            Event::Html(format!("<h{l} id=\"{id}\"{attrs}><a class=\"anchor\" href=\"#{id}\" aria-hidden=\"true\" tabindex=\"-1\">#</a>", l = h.level, attrs = heading_attributes(h)).into())
         }
         Piece::HeadingEnd(i) => {
             Event::Html(format!("</h{}>\n", inputs.doc.headings[*i].level).into())
@@ -766,6 +781,20 @@ mod tests {
         assert_eq!(
             of(Fold::Folded(Some("绘图代码".into())), Some(100)).as_deref(),
             Some("绘图代码")
+        );
+    }
+
+    #[test]
+    fn an_empty_header_cell_becomes_a_data_cell_and_others_stay() {
+        assert_eq!(
+            empty_header_cells_as_data(
+                "<thead><tr><th></th><th style=\"text-align: right\"> </th><th>a</th></tr></thead>"
+            ),
+            "<thead><tr><td></td><td style=\"text-align: right\"></td><th>a</th></tr></thead>"
+        );
+        assert_eq!(
+            empty_header_cells_as_data("<p>&lt;th&gt;&lt;/th&gt;</p>"),
+            "<p>&lt;th&gt;&lt;/th&gt;</p>"
         );
     }
 

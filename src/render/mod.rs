@@ -11,6 +11,7 @@ pub mod highlight;
 pub mod html;
 pub mod links;
 pub mod math;
+pub mod print;
 pub mod search;
 pub mod svg;
 pub mod taxonomy;
@@ -30,7 +31,7 @@ use crate::lab::RunMeta;
 use crate::markdown::Heading;
 use taxonomy::{Kind, TermLink};
 
-const DEFAULT_TEMPLATES: [(&str, &str); 10] = [
+const DEFAULT_TEMPLATES: [(&str, &str); 11] = [
     (
         "taxonomy.html",
         include_str!("../../templates/taxonomy.html"),
@@ -50,6 +51,8 @@ const DEFAULT_TEMPLATES: [(&str, &str); 10] = [
         "verification.html",
         include_str!("../../templates/verification.html"),
     ),
+
+    ("print.html", include_str!("../../templates/print.html")),
 ];
 
 /// Loads the templates: embedded defaults, overridden by `root/templates/*.html`.
@@ -127,6 +130,9 @@ pub struct SiteView<'a> {
     highlight: bool,
     /// `[verification] enabled`: the verification page, linked from every run footer.
     verification: bool,
+
+    /// `[print] enabled`: the print page, linked from the navigation.
+    print: bool,
 }
 
 impl<'a> SiteView<'a> {
@@ -142,6 +148,8 @@ impl<'a> SiteView<'a> {
             search: config.search.enabled,
             highlight: config.highlight.enabled,
             verification: config.verification.enabled,
+
+            print: config.print.enabled,
         }
     }
 }

@@ -50,6 +50,12 @@ pub(super) fn render_site(
         Ok(page) => files.push((PathBuf::from("index.html"), page.into_bytes())),
         Err(d) => errors.push(d),
     }
+    if series.config.print.enabled {
+        match render::print::page(&tera, series, &intro) {
+            Ok(page) => files.push((PathBuf::from(render::print::PATH), page.into_bytes())),
+            Err(d) => errors.push(d),
+        }
+    }
     match render::taxonomy::pages(&tera, series) {
         Ok(pages) => files.extend(pages),
         Err(d) => errors.push(d),

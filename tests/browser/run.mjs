@@ -14,8 +14,14 @@
  * 404, a missing page inside it gets the site's 404.html with status 404. Debian's Chromium
  * (/usr/bin/chromium, or $CHROMIUM_PATH) is driven through playwright-core; no browser download.
  *
+ * The checks test the product: pages, math, charts, links, theme, TOC, phone layout, search
+ * relevance (the first result of each query is the chapter about it), axe-core over every page
+ * (tests/browser/node_modules/axe-core, injected into each page; no violation allowed) and the
+ * print page, printed to PDF. The server is the harness: it is checked once as a precondition.
+ *
  * Output: one line per check (`ok - name`, `not ok - name: reason`), then
- * `N passed, M failed`. Exit status 1 if any check failed, 2 on a harness error.
+ * `N passed, M failed`. Exit status 1 if any check failed, 2 on a harness error (the server's
+ * precondition included).
  * Screenshots go to tests/browser/screenshots/ (git-ignored).
  */
 
@@ -29,7 +35,8 @@ import { chromium } from "playwright-core";
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const PREFIX = "/series/";
 const CHROMIUM = process.env.CHROMIUM_PATH || "/usr/bin/chromium";
-const GLOBAL_TIMEOUT_MS = Number(process.env.BROWSER_TEST_TIMEOUT_MS || 240_000);
+// axe-core over every page, twice, takes most of it.
+const GLOBAL_TIMEOUT_MS = Number(process.env.BROWSER_TEST_TIMEOUT_MS || 1_500_000);
 const SCREENSHOT_DIR = path.join(HERE, "screenshots");
 const LAUNCH_ARGS = [
   "--headless",
@@ -44,7 +51,16 @@ const MIN_VISIBLE_KATEX = 10; // per chapter page
 const DESKTOP = { width: 1280, height: 900 };
 const NARROW = { width: 390, height: 844 };
 const PHONE = { width: 360, height: 800 };
-const SEARCH_QUERIES = ["注意力", "缩放"];
+// Queries and the chapter (and section, where one section is plainly about it) that must come
+// first: what a reader typing them is looking for.
+const SEARCH_QUERIES = [
+  { query: "置换等变", slug: "qkv", section: "permutation" },
+  { query: "覆盖度", slug: "bahdanau", section: "coverage" },
+  { query: "input feeding", slug: "luong", section: "input-feeding" },
+  { query: "瓶颈", slug: "bottleneck" },
+  { query: "缩放点积", slug: "scaled-dot-product" },
+  { query: "多头注意力", slug: "multi-head" },
+];
 const CJK = /[\u3400-\u4dbf\u4e00-\u9fff]/;
 
 // ------------------------------------------------------------------------------------------------
@@ -335,6 +351,83 @@ async function followQuote(page, index, { tap = false } = {}) {
   return href;
 }
 
+
+/**
+ * Precondition: the harness's server routes the sub-path like GitHub Pages and sends the types
+ * a browser needs. Throws a HarnessError; the product is tested by the checks.
+ */
+async function harnessSelfTest(origin, chapters) {
+  try {
+    const get = (p) =>
+      new Promise((resolve, reject) => {
+        const req = http.get(origin + p, (res) => {
+          res.resume();
+          res.on("end", () => resolve({ status: res.statusCode, type: res.headers["content-type"] || "", loc: res.headers.location }));
+        });
+        req.on("error", reject);
+      });
+    const expect = async (p, status, typeRe) => {
+      const r = await get(p);
+      assert(r.status === status, `GET ${p}: HTTP ${r.status}, expected ${status}`);
+      if (typeRe) assert(typeRe.test(r.type), `GET ${p}: Content-Type "${r.type}" does not match ${typeRe}`);
+      return r;
+    };
+    await expect("/", 404);
+    await expect("/index.html", 404);
+    await expect("/style.css", 404);
+    const r = await expect("/series", 301);
+    assert(r.loc === PREFIX, `/series redirects to ${r.loc}`);
+    await expect("/series/../index.html", 404);
+    await expect(PREFIX, 200, /^text\/html/);
+    await expect(`${PREFIX}style.css`, 200, /^text\/css/);
+    await expect(`${PREFIX}attnbook.js`, 200, /^text\/javascript/);
+    await expect(`${PREFIX}favicon.svg`, 200, /^image\/svg\+xml/);
+    await expect(`${PREFIX}atom.xml`, 200, /^application\/atom\+xml/);
+    await expect(`${PREFIX}sitemap.xml`, 200, /^application\/xml/);
+    await expect(`${PREFIX}katex/fonts/KaTeX_Main-Regular.woff2`, 200, /^font\/woff2$/);
+    if (chapters.length) {
+      const c = chapters[0];
+      await expect(`${PREFIX}${c}/`, 200, /^text\/html/);
+      const red = await expect(`${PREFIX}${c}`, 301);
+      assert(red.loc === `${PREFIX}${c}/`, `${PREFIX}${c} redirects to ${red.loc}`);
+    }
+    await expect(`${PREFIX}no-such-page/`, 404, /^text\/html/);
+  } catch (e) {
+    throw new HarnessError(`the test server is broken, so no browser check ran: ${e.message}`);
+  }
+}
+
+class HarnessError extends Error {}
+
+/** Every HTML page of the built site, relative to it (KaTeX's files aside). */
+function htmlPages(root) {
+  return fs
+    .readdirSync(root, { recursive: true })
+    .map((f) => String(f))
+    .filter((f) => f.endsWith(".html") && !f.startsWith("katex"))
+    .sort();
+}
+
+/** The chapters' slugs in series order, as the index lists them. */
+function seriesOrder(root) {
+  const index = fs.readFileSync(path.join(root, "index.html"), "utf8");
+  return [...index.matchAll(/<a class="chapter-link" href="\/series\/([^/"]+)\/"/g)].map((m) => m[1]);
+}
+
+let axeSource = null;
+
+/** axe-core's violations on the open page: its source injected as a script, then run. */
+async function axeViolations(page, options) {
+  if (axeSource === null) {
+    const file = path.join(HERE, "node_modules", "axe-core", "axe.min.js");
+    assert(fs.existsSync(file), `${file} not found: run npm ci in tests/browser (run.sh does)`);
+    axeSource = await fsp.readFile(file, "utf8");
+  }
+  await page.evaluate(axeSource);
+  return page.evaluate((opts) => window.axe.run(document, opts).then((r) => r.violations), options);
+}
+
+
 // ------------------------------------------------------------------------------------------------
 // The checks
 // ------------------------------------------------------------------------------------------------
@@ -373,6 +466,7 @@ async function main() {
 
   let server, browser;
   let timedOut = false;
+  let harnessBroken = false;
   const cleanup = async () => {
     if (browser) await browser.close().catch(() => {});
     browser = null;
@@ -427,43 +521,9 @@ async function main() {
       return ctx;
     };
 
-    // -------- server self-check: sub-path routing and content types
-    await check("server: /series/ sub-path routing and content types", async () => {
-      const get = (p) =>
-        new Promise((resolve, reject) => {
-          const req = http.get(origin + p, (res) => {
-            res.resume();
-            res.on("end", () => resolve({ status: res.statusCode, type: res.headers["content-type"] || "", loc: res.headers.location }));
-          });
-          req.on("error", reject);
-        });
-      const expect = async (p, status, typeRe) => {
-        const r = await get(p);
-        assert(r.status === status, `GET ${p}: HTTP ${r.status}, expected ${status}`);
-        if (typeRe) assert(typeRe.test(r.type), `GET ${p}: Content-Type "${r.type}" does not match ${typeRe}`);
-        return r;
-      };
-      await expect("/", 404);
-      await expect("/index.html", 404);
-      await expect("/style.css", 404);
-      const r = await expect("/series", 301);
-      assert(r.loc === PREFIX, `/series redirects to ${r.loc}`);
-      await expect("/series/../index.html", 404);
-      await expect(PREFIX, 200, /^text\/html/);
-      await expect(`${PREFIX}style.css`, 200, /^text\/css/);
-      await expect(`${PREFIX}attnbook.js`, 200, /^text\/javascript/);
-      await expect(`${PREFIX}favicon.svg`, 200, /^image\/svg\+xml/);
-      await expect(`${PREFIX}atom.xml`, 200, /^application\/atom\+xml/);
-      await expect(`${PREFIX}sitemap.xml`, 200, /^application\/xml/);
-      await expect(`${PREFIX}katex/fonts/KaTeX_Main-Regular.woff2`, 200, /^font\/woff2$/);
-      if (chapters.length) {
-        const c = chapters[0];
-        await expect(`${PREFIX}${c}/`, 200, /^text\/html/);
-        const red = await expect(`${PREFIX}${c}`, 301);
-        assert(red.loc === `${PREFIX}${c}/`, `${PREFIX}${c} redirects to ${red.loc}`);
-      }
-      await expect(`${PREFIX}no-such-page/`, 404, /^text\/html/);
-    });
+    // The static server is the harness, not the product: it is checked once as a precondition
+    // (a broken harness is exit 2, no check runs), never counted as a passing check.
+    await harnessSelfTest(origin, chapters);
 
     await check("pages: the index links every chapter, under /series/", async () => {
       assert(chapters.length > 0, "no chapter pages (no <slug>/index.html with article.chapter) in the site");
@@ -717,11 +777,11 @@ async function main() {
       assert(bad.length === 0, bad.slice(0, 8).join("; ") + (bad.length > 8 ? `; ... ${bad.length - 8} more` : ""));
     });
 
-    await check("fonts: KaTeX woff2 files were served as font/woff2", async () => {
+    await check("fonts: the pages load KaTeX's woff2 fonts, every one present in the site", async () => {
       const fonts = served.filter((s) => /\/katex\/fonts\/.*\.woff2$/.test(s.path));
       assert(fonts.length > 0, "the browser never requested a KaTeX font");
-      const bad = fonts.filter((s) => s.status !== 200 || s.type !== "font/woff2");
-      assert(bad.length === 0, bad.map((s) => `${s.path}: ${s.status} ${s.type}`).join("; "));
+      const bad = fonts.filter((s) => s.status !== 200);
+      assert(bad.length === 0, bad.map((s) => `${s.path}: HTTP ${s.status}`).join("; "));
     });
 
     await check("feeds: atom.xml and sitemap.xml parse and list every chapter under /series/", async () => {
@@ -1072,47 +1132,68 @@ async function main() {
       }
     });
 
-    // -------- (g) search
-    await check(`search: Chinese queries (${SEARCH_QUERIES.join(", ")}) return results`, async () => {
+    // -------- (g) search: the first result of a query is the chapter that is about it
+    await check(`search: the first result of each query (${SEARCH_QUERIES.map((q) => q.query).join(", ")}) is the chapter about it`, async () => {
       const ctx = await newContext({ viewport: DESKTOP });
       try {
         const page = await ctx.newPage();
         const problems = watch(page);
-        const startSlug = chapters[0] || "index";
-        await goto(page, pageUrl(startSlug));
-        if ((await page.locator("input.site-search").count()) === 0) {
-          await goto(page, base);
-          if ((await page.locator("input.site-search").count()) === 0)
-            throw new Error("no input.site-search on the pages");
-        }
-        const startUrl = page.url();
+        // From the index, so that opening any result is a navigation to another page.
+        const startUrl = base;
         const bad = [];
-        for (const q of SEARCH_QUERIES) {
-          if (page.url() !== startUrl) await goto(page, startUrl);
+        for (const { query, slug, section } of SEARCH_QUERIES) {
+          if (!chapters.includes(slug)) {
+            bad.push(`"${query}": the series has no chapter ${slug} any more; update SEARCH_QUERIES`);
+            continue;
+          }
+          await goto(page, startUrl);
           const input = page.locator("input.site-search").first();
-          assert(await input.isVisible(), "input.site-search exists but is not visible at 1280px");
+          assert(await input.isVisible(), "input.site-search is not visible at 1280px");
           await input.click();
-          await input.fill(q);
+          await input.fill(query);
           const results = page.locator("ul.search-results > li > a");
-          let n = await pollUntil(async () => (await results.count()) > 0 && (await results.first().isVisible()), 5000);
-          if (!n) {
-            // A form-style search: submit and look for results on the resulting page.
-            await input.press("Enter");
-            await page.waitForLoadState("load");
-            n = await pollUntil(async () => (await results.count()) > 0 && (await results.first().isVisible()), 5000);
-          }
-          if (!n) {
-            bad.push(`"${q}" gives no visible ul.search-results > li > a (count ${await results.count()})`);
+          const shown = await pollUntil(async () => (await results.count()) > 0 && (await results.first().isVisible()), 5000);
+          if (!shown) {
+            bad.push(`"${query}" gives no visible result`);
             continue;
           }
-          const first = await results.first().evaluate((a) => ({ href: a.href, text: a.textContent.trim() }));
+          const top = await results.evaluateAll((as) =>
+            as.slice(0, 3).map((a) => ({
+              href: a.href,
+              text: a.textContent.trim(),
+              marks: [...a.parentElement.querySelectorAll("mark")].map((m) => m.textContent.toLowerCase()),
+            })),
+          );
+          const first = top[0];
           const u = new URL(first.href);
-          if (u.origin !== origin || !u.pathname.startsWith(PREFIX)) {
-            bad.push(`"${q}": first result "${first.text}" links ${first.href}, not under ${origin}${PREFIX}`);
+          const expected = `${PREFIX}${slug}/`;
+          if (u.origin !== origin || u.pathname !== expected || (section && u.hash !== `#${section}`)) {
+            const list = top.map((t) => `${new URL(t.href).pathname}${new URL(t.href).hash} "${t.text}"`).join(" | ");
+            bad.push(`"${query}": first result should be ${expected}${section ? `#${section}` : ""}, the results begin ${list}`);
             continue;
           }
+          const words = query.toLowerCase().split(/\s+/);
+          if (!words.every((w) => first.marks.some((m) => m.includes(w))))
+            bad.push(`"${query}": the first result does not mark the query (marks: ${first.marks.join(", ") || "none"})`);
           const [resp] = await Promise.all([page.waitForNavigation({ waitUntil: "load" }).catch(() => null), results.first().click()]);
-          if (!resp || resp.status() !== 200) bad.push(`"${q}": clicking the first result "${first.text}" gave ${resp ? `HTTP ${resp.status()}` : "no navigation"}`);
+          if (!resp || resp.status() !== 200) {
+            bad.push(`"${query}": opening the first result gave ${resp ? `HTTP ${resp.status()}` : "no navigation"}`);
+            continue;
+          }
+          // The reader lands where the query is: the targeted section (or the page) holds it.
+          const found = await page.evaluate((q) => {
+            const id = decodeURIComponent(location.hash.slice(1));
+            const heading = id && document.getElementById(id);
+            let text = "";
+            if (heading) {
+              for (let el = heading; el; el = el.nextElementSibling) {
+                if (el !== heading && /^H[1-3]$/.test(el.tagName)) break;
+                text += el.textContent;
+              }
+            } else text = document.querySelector("main")?.textContent || "";
+            return text.toLowerCase().includes(q.toLowerCase());
+          }, query);
+          if (!found) bad.push(`"${query}": the page opened by the first result (${page.url()}) does not contain the query where it lands`);
         }
         if (problems.length) bad.push(problems.join("; "));
         assert(bad.length === 0, bad.join("; "));
@@ -1209,16 +1290,136 @@ async function main() {
         await ctx.close();
       }
     });
+
+    // -------- (i) accessibility: axe-core over every page, light and dark
+    const pages = htmlPages(root);
+    await check(`a11y: axe-core finds no violation on any of the ${pages.length} pages (light; colour contrast in dark too)`, async () => {
+      assert(pages.includes("print.html") && pages.includes("index.html"), `pages found: ${pages.join(", ")}`);
+      const bad = [];
+      for (const [scheme, options] of [
+        ["light", { resultTypes: ["violations"] }],
+        ["dark", { runOnly: { type: "rule", values: ["color-contrast"] }, resultTypes: ["violations"] }],
+      ]) {
+        const ctx = await newContext({ colorScheme: scheme });
+        try {
+          // In dark, print.html is left out: its chapters are the chapter pages' bodies, checked
+          // there, and it is printed light; it is the slowest page to check (all of the series).
+          for (const file of scheme === "dark" ? pages.filter((f) => f !== "print.html") : pages) {
+            const page = await ctx.newPage();
+            await goto(page, base + file.replace(/index\.html$/, ""));
+            for (const v of await axeViolations(page, options)) {
+              const where = v.nodes.slice(0, 3).map((n) => n.target.join(" ")).join(", ");
+              bad.push(`${file} (${scheme}): ${v.id} [${v.impact}] x${v.nodes.length}: ${where} -- ${oneLine(v.nodes[0]?.failureSummary || v.help)}`);
+            }
+            await page.close();
+          }
+        } finally {
+          await ctx.close();
+        }
+      }
+      assert(bad.length === 0, `${bad.length} violation(s): ${bad.slice(0, 10).join(" || ")}`);
+    });
+
+    // -------- (j) the print page, on screen and printed to PDF
+    await check("print: print.html holds every chapter in series order, ids unique, every in-page link resolves, none leaves for a chapter page", async () => {
+      const order = seriesOrder(root);
+      const ctx = await newContext();
+      try {
+        const page = await ctx.newPage();
+        const problems = watch(page);
+        await goto(page, base);
+        const link = await page.evaluate(() => [...document.querySelectorAll("header a[href]")].map((a) => new URL(a.href).pathname));
+        assert(link.includes(`${PREFIX}print.html`), `the site navigation does not link ${PREFIX}print.html: ${link.join(", ")}`);
+        await goto(page, `${base}print.html`);
+        const r = await page.evaluate((chapterSlugs) => {
+          const ids = [...document.querySelectorAll("[id]")].map((e) => e.id);
+          const seen = new Set();
+          return {
+            articles: [...document.querySelectorAll("article.print-chapter")].map((a) => a.id),
+            duplicates: ids.filter((id) => (seen.has(id) ? true : (seen.add(id), false))),
+            broken: [...document.querySelectorAll('a[href^="#"]')]
+              .map((a) => decodeURIComponent(a.getAttribute("href").slice(1)))
+              .filter((id) => id && !document.getElementById(id)),
+            leaving: [...document.querySelectorAll("main a[href]")]
+              .map((a) => new URL(a.href))
+              .filter((u) => u.origin === location.origin && chapterSlugs.some((c) => u.pathname === `/series/${c}/`))
+              .map((u) => u.pathname + u.hash),
+            xrefs: document.querySelectorAll("main a.xref").length,
+            katex: [...document.querySelectorAll(".katex")].filter((k) => k.getBoundingClientRect().height > 0).length,
+            rawTex: [...document.querySelectorAll("main p")].some((p) => /\$[^$\s][^$]*\$/.test(p.textContent.replace(/\.katex/g, ""))),
+          };
+        }, chapters);
+        const bad = [];
+        if (JSON.stringify(r.articles) !== JSON.stringify(order)) bad.push(`chapters ${r.articles.join(", ")}; the series order is ${order.join(", ")}`);
+        if (r.duplicates.length) bad.push(`duplicate ids: ${[...new Set(r.duplicates)].slice(0, 5).join(", ")}`);
+        if (r.broken.length) bad.push(`in-page links without a target: ${r.broken.slice(0, 5).map((id) => "#" + id).join(", ")}`);
+        if (r.leaving.length) bad.push(`links leave for chapter pages: ${r.leaving.slice(0, 5).join(", ")}`);
+        if (r.xrefs === 0) bad.push("no cross-reference (a.xref) on the print page");
+        if (r.katex < MIN_VISIBLE_KATEX * order.length) bad.push(`only ${r.katex} visible KaTeX formulas`);
+        if (problems.length) bad.push(problems.join("; "));
+        assert(bad.length === 0, bad.join("; "));
+      } finally {
+        await ctx.close();
+      }
+    });
+
+    await check("print: printed, each chapter starts a page, folds open, figures numbered as on the chapter pages, a PDF of more pages than chapters", async () => {
+      const order = seriesOrder(root);
+      const expectedFigures = order.flatMap((slug) =>
+        [...fs.readFileSync(path.join(root, slug, "index.html"), "utf8").matchAll(/<span class="figure-label">([^<]*)<\/span>/g)].map((m) => `${slug} ${m[1]}`),
+      );
+      const ctx = await newContext();
+      try {
+        const page = await ctx.newPage();
+        await goto(page, `${base}print.html`);
+        await page.emulateMedia({ media: "print" });
+        const r = await page.evaluate(() => ({
+          breaks: [...document.querySelectorAll("article.print-chapter")].map((a) => getComputedStyle(a).breakBefore),
+          closed: document.querySelectorAll("details:not([open])").length,
+          hiddenCode: [...document.querySelectorAll("main pre")].filter((p) => p.getBoundingClientRect().height === 0).length,
+          nav: getComputedStyle(document.querySelector(".site-nav")).display,
+          figures: [...document.querySelectorAll("article.print-chapter")].flatMap((a) =>
+            [...a.querySelectorAll("figure.lab-figure")]
+              .filter((f) => f.querySelector("svg")?.getBoundingClientRect().height > 0)
+              .map((f) => `${a.id} ${f.querySelector(".figure-label")?.textContent}`),
+          ),
+          codeColour: (() => {
+            const c = document.querySelector("pre code span[class*='hl-comment']");
+            return c ? getComputedStyle(c).color : null;
+          })(),
+        }));
+        const bad = [];
+        if (r.breaks.some((b) => b !== "page")) bad.push(`break-before of the chapters under print media: ${r.breaks.join(", ")}`);
+        if (r.closed) bad.push(`${r.closed} <details> still closed`);
+        if (r.hiddenCode) bad.push(`${r.hiddenCode} code blocks have no height when printed`);
+        if (r.nav !== "none") bad.push(`the site navigation prints (display ${r.nav})`);
+        if (JSON.stringify(r.figures) !== JSON.stringify(expectedFigures))
+          bad.push(`figures printed: ${r.figures.length} (${r.figures.slice(0, 4).join(", ")}...); on the chapter pages: ${expectedFigures.length}`);
+        if (expectedFigures.length === 0) bad.push("the series has no figure to print");
+        const pdf = await page.pdf({ preferCSSPageSize: true, printBackground: true });
+        await fsp.mkdir(SCREENSHOT_DIR, { recursive: true });
+        await fsp.writeFile(path.join(SCREENSHOT_DIR, "print.pdf"), pdf);
+        const sheets = (pdf.toString("latin1").match(/\/Type\s*\/Page(?![s\w])/g) || []).length;
+        if (pdf.subarray(0, 5).toString() !== "%PDF-") bad.push("Page.printToPDF did not return a PDF");
+        if (sheets <= order.length) bad.push(`the PDF has ${sheets} pages for ${order.length} chapters`);
+        console.log(`# print.pdf: ${sheets} pages, ${(pdf.length / 1024).toFixed(0)} KiB`);
+        assert(bad.length === 0, bad.join("; "));
+      } finally {
+        await ctx.close();
+      }
+    });
   } catch (e) {
     if (!finished) {
       results.failed++;
-      console.log(`not ok - harness: ${oneLine(e && e.stack ? e.stack : e)}`);
+      console.log(`not ok - harness: ${oneLine(e instanceof HarnessError ? e.message : e && e.stack ? e.stack : e)}`);
+      if (e instanceof HarnessError) harnessBroken = true;
     }
   } finally {
     clearTimeout(timer);
     await cleanup();
   }
   if (timedOut) return;
+  if (harnessBroken) process.exit(2);
   console.log(`# ${((Date.now() - t0) / 1000).toFixed(1)}s; screenshots in ${path.relative(process.cwd(), SCREENSHOT_DIR) || "."}`);
   printSummary();
   process.exit(results.failed ? 1 : 0);

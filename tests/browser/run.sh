@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Real-browser checks of the series: build it under the sub-path /series/, serve it, drive Debian's
-# Chromium through playwright-core (tests/browser/run.mjs).
+# Chromium through playwright-core (tests/browser/run.mjs); axe-core checks every page's accessibility.
 #
 #   cargo build --release && bash tests/browser/run.sh
 #
@@ -37,7 +37,7 @@ if grep -Eq '(href|src)="/(style\.css|attnbook\.js|katex/)' "$site/index.html"; 
   die "index.html references assets at the domain root instead of /series/"
 fi
 
-if [ ! -d "$here/node_modules/playwright-core" ]; then
+if [ ! -d "$here/node_modules/playwright-core" ] || [ ! -f "$here/node_modules/axe-core/axe.min.js" ]; then
   echo "== npm ci (tests/browser)"
   npm ci --prefix "$here" --no-audit --no-fund --loglevel=error >/dev/null
 fi

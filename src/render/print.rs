@@ -1,0 +1,316 @@
+//! The print page: the whole series on one page, for printing and saving as PDF (mdBook's
+//! `print.html`), on unless `site.toml` says `[print] enabled = false`.
+//!
+//! The chapters' bodies are the ones their own pages show (math, charts and figure numbers
+//! included), placed in series order; one pass over each body's tags then makes them live
+//! together on one page:
+//!
+//! - every `id` is prefixed with the chapter's slug (`scores` -> `bahdanau--scores`), so the
+//!   headings, figures and equations of two chapters never share an id;
+//! - every link into a chapter of the series becomes an anchor on this page: `#scores` in a
+//!   chapter, a chapter page `/base/luong/` (`@ch:`, a link to `03-luong.md`) and a place on it
+//!   `/base/luong/#fig-weights` (`@fig:`, `@eq:`, `@tab:`) alike;
+//! - a relative link or image is resolved against the chapter page it was written for;
+//! - folded code and `<details>` answers are open.
+//!
+//! Rewriting the rendered HTML, rather than rendering each chapter a second time with prefixed
+//! ids, also reaches the ids and links of raw HTML that an author wrote into a chapter.
+
+use std::collections::HashSet;
+use std::sync::LazyLock;
+
+use regex::{Captures, Regex};
+use serde::Serialize;
+use tera::Tera;
+
+use crate::content::Series;
+use crate::diagnostic::Diagnostic;
+
+use super::{MetaView, SiteView, template_error};
+
+/// Where the print page is written, relative to the output directory: beside `index.html`
+/// rather than in a directory of its own, so no chapter slug can collide with it.
+pub const PATH: &str = "print.html";
+
+/// Separates a chapter's slug from an id of its body: slugs are made of words joined by
+/// single hyphens, so the prefixed ids of two chapters cannot meet.
+const SEPARATOR: &str = "--";
+
+/// One chapter on the print page.
+#[derive(Serialize)]
+struct PrintChapter<'a> {
+    /// The chapter's own anchor (its slug), the target of links to its page.
+    id: &'a str,
+    number: u32,
+    title: &'a str,
+    summary: Option<&'a str>,
+    content: String,
+}
+
+/// Renders the print page; `intro_html` is the rendered `intro` of site.toml.
+pub fn page(tera: &Tera, series: &Series, intro_html: &str) -> Result<String, Diagnostic> {
+    let site = SiteView::new(&series.config);
+    let slugs: HashSet<&str> = series.chapters.iter().map(|c| c.slug.as_str()).collect();
+    let chapters: Vec<PrintChapter<'_>> = series
+        .chapters
+        .iter()
+        .map(|c| PrintChapter {
+            id: &c.slug,
+            number: c.front.number,
+            title: &c.front.title,
+            summary: c.front.summary.as_deref(),
+            content: scoped_html(
+                &c.html,
+                &Scope {
+                    slug: &c.slug,
+                    base_path: &site.base_path,
+                    chapters: &slugs,
+                },
+            ),
+        })
+        .collect();
+    let mut context = tera::Context::new();
+    context.insert(
+        "meta",
+        &MetaView::website(
+            &site,
+            format!("打印版 · {}", site.title),
+            format!("{}{PATH}", site.base_url),
+        ),
+    );
+    context.insert("site", &site);
+    context.insert("chapters", &chapters);
+    context.insert("intro_html", intro_html);
+    tera.render("print.html", &context)
+        .map_err(|e| template_error(&e, "print.html"))
+}
+
+/// What a chapter body's ids and links are rewritten against.
+pub struct Scope<'a> {
+    /// The chapter's slug, the prefix of its ids.
+    pub slug: &'a str,
+    /// The site's base path (`/repo/`), under which chapter pages live.
+    pub base_path: &'a str,
+    /// Every chapter's slug: links to these pages become anchors on the print page.
+    pub chapters: &'a HashSet<&'a str>,
+}
+
+/// A chapter body with its ids prefixed, its links pointing into the print page and its
+/// `<details>` open (see the module documentation).
+pub fn scoped_html(html: &str, scope: &Scope<'_>) -> String {
+    // A comment is matched first so that a tag inside it is left alone. Attribute values may
+    // hold `>`; text cannot hold `<`, which every writer of a body escapes.
+    static TAG: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(
+            r#"(?s)<!--.*?-->|<([A-Za-z][A-Za-z0-9:-]*)((?:\s+[^\s"'>/=]+(?:\s*=\s*(?:"[^"]*"|'[^']*'|[^\s"'=<>`]+))?)*)(\s*/?>)"#,
+        )
+        .expect("a valid regex")
+    });
+    TAG.replace_all(html, |tag: &Captures<'_>| {
+        let (Some(name), Some(attrs), Some(end)) = (tag.get(1), tag.get(2), tag.get(3)) else {
+            return tag[0].to_string();
+        };
+        let mut attrs = scoped_attributes(attrs.as_str(), scope);
+        if name.as_str().eq_ignore_ascii_case("details") && !has_attribute(&attrs, "open") {
+            attrs.push_str(" open");
+        }
+        format!("<{}{attrs}{}", name.as_str(), end.as_str())
+    })
+    .into_owned()
+}
+
+/// Attribute name, the `=` and the value in one of its three spellings.
+static ATTRIBUTE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#"(\s+)([^\s"'>/=]+)(\s*=\s*)(?:"([^"]*)"|'([^']*)'|([^\s"'=<>`]+))"#)
+        .expect("a valid regex")
+});
+
+fn has_attribute(attrs: &str, name: &str) -> bool {
+    attrs.split_whitespace().any(|a| {
+        a.split('=')
+            .next()
+            .is_some_and(|n| n.eq_ignore_ascii_case(name))
+    })
+}
+
+fn scoped_attributes(attrs: &str, scope: &Scope<'_>) -> String {
+    ATTRIBUTE
+        .replace_all(attrs, |a: &Captures<'_>| {
+            let (space, name, equals) = (&a[1], &a[2], &a[3]);
+            let (value, quote) = match (a.get(4), a.get(5), a.get(6)) {
+                (Some(v), _, _) => (v.as_str(), "\""),
+                (_, Some(v), _) => (v.as_str(), "'"),
+                (_, _, Some(v)) => (v.as_str(), ""),
+                _ => return a[0].to_string(),
+            };
+            let value = match name.to_ascii_lowercase().as_str() {
+                "id" | "name" => prefixed(scope.slug, value),
+                "href" | "xlink:href" | "src" => scoped_url(value, scope),
+                // Attributes that name other elements by id, space-separated.
+                "for"
+                | "headers"
+                | "aria-labelledby"
+                | "aria-describedby"
+                | "aria-controls"
+                | "aria-owns"
+                | "aria-details"
+                | "aria-flowto"
+                | "aria-activedescendant" => value
+                    .split_whitespace()
+                    .map(|id| prefixed(scope.slug, id))
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                _ => return a[0].to_string(),
+            };
+            format!("{space}{name}{equals}{quote}{value}{quote}")
+        })
+        .into_owned()
+}
+
+fn prefixed(slug: &str, id: &str) -> String {
+    format!("{slug}{SEPARATOR}{id}")
+}
+
+/// Where a link of a chapter body points on the print page.
+fn scoped_url(url: &str, scope: &Scope<'_>) -> String {
+    if let Some(fragment) = url.strip_prefix('#') {
+        return in_chapter(scope.slug, fragment);
+    }
+    let external = url.contains("://")
+        || url.starts_with("//")
+        || ["mailto:", "data:", "tel:", "javascript:"]
+            .iter()
+            .any(|scheme| url.starts_with(scheme));
+    if external {
+        return url.to_string();
+    }
+    let absolute = if url.starts_with('/') {
+        url.to_string()
+    } else {
+        resolve(&format!("{}{}/", scope.base_path, scope.slug), url)
+    };
+    let (path, fragment) = absolute
+        .split_once('#')
+        .map_or((absolute.as_str(), None), |(p, f)| (p, Some(f)));
+    let chapter = path
+        .strip_prefix(scope.base_path)
+        .map(|rest| rest.strip_suffix("index.html").unwrap_or(rest))
+        .and_then(|rest| rest.strip_suffix('/'))
+        .filter(|slug| scope.chapters.contains(slug));
+    match chapter {
+        Some(slug) => in_chapter(slug, fragment.unwrap_or("")),
+        None => absolute,
+    }
+}
+
+/// The print page's anchor of `fragment` in chapter `slug`: the chapter itself when empty.
+fn in_chapter(slug: &str, fragment: &str) -> String {
+    if fragment.is_empty() {
+        format!("#{slug}")
+    } else {
+        format!("#{}", prefixed(slug, fragment))
+    }
+}
+
+/// `relative` resolved against the directory URL path `base` (ending in `/`), with `.` and `..`
+/// segments collapsed as a browser does.
+fn resolve(base: &str, relative: &str) -> String {
+    let (path, rest) = match relative.find(['?', '#']) {
+        Some(at) => relative.split_at(at),
+        None => (relative, ""),
+    };
+    let mut segments: Vec<&str> = base.trim_end_matches('/').split('/').collect();
+    let parts: Vec<&str> = path.split('/').collect();
+    for (i, part) in parts.iter().enumerate() {
+        match *part {
+            "." => {}
+            ".." => {
+                if segments.len() > 1 {
+                    segments.pop();
+                }
+            }
+            _ if part.is_empty() && i + 1 < parts.len() => {}
+            _ => segments.push(part),
+        }
+    }
+    let mut out = segments.join("/");
+    if matches!(parts.last(), Some(&"." | &"..")) {
+        out.push('/');
+    }
+    format!("{out}{rest}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scoped(html: &str) -> String {
+        let chapters: HashSet<&str> = ["bahdanau", "luong"].into_iter().collect();
+        scoped_html(
+            html,
+            &Scope {
+                slug: "bahdanau",
+                base_path: "/series/",
+                chapters: &chapters,
+            },
+        )
+    }
+
+    #[test]
+    fn ids_take_the_chapter_prefix_and_anchors_follow_them() {
+        assert_eq!(
+            scoped(
+                "<h2 id=\"scores\"><a class=\"anchor\" href=\"#scores\" aria-hidden=\"true\">#</a>打分</h2>"
+            ),
+            "<h2 id=\"bahdanau--scores\"><a class=\"anchor\" href=\"#bahdanau--scores\" aria-hidden=\"true\">#</a>打分</h2>"
+        );
+        assert_eq!(
+            scoped("<label for='x'>a</label><input id=x aria-describedby=\"x y\">"),
+            "<label for='bahdanau--x'>a</label><input id=bahdanau--x aria-describedby=\"bahdanau--x bahdanau--y\">"
+        );
+    }
+
+    #[test]
+    fn links_to_chapters_of_the_series_become_anchors_on_the_page() {
+        let cases = [
+            ("/series/luong/", "#luong"),
+            ("/series/luong/#fig-weights", "#luong--fig-weights"),
+            ("/series/luong/index.html#eq-score", "#luong--eq-score"),
+            ("/series/bahdanau/#eq-score", "#bahdanau--eq-score"),
+            ("../luong/#method", "#luong--method"),
+            ("#", "#bahdanau"),
+            ("/series/tags/", "/series/tags/"),
+            ("/series/no-such/", "/series/no-such/"),
+            ("https://example.org/luong/", "https://example.org/luong/"),
+            ("mailto:a@b.c", "mailto:a@b.c"),
+            ("img/heat.png", "/series/bahdanau/img/heat.png"),
+            ("../img/heat.png?x#y", "/series/img/heat.png?x#y"),
+        ];
+        for (from, to) in cases {
+            assert_eq!(
+                scoped(&format!("<a href=\"{from}\">x</a>")),
+                format!("<a href=\"{to}\">x</a>"),
+                "{from}"
+            );
+        }
+    }
+
+    #[test]
+    fn details_open_and_text_and_comments_stay_as_written() {
+        assert_eq!(
+            scoped("<details class=\"fold\"><summary>代码</summary></details>"),
+            "<details class=\"fold\" open><summary>代码</summary></details>"
+        );
+        assert_eq!(
+            scoped("<details open=\"\"><summary>答案</summary></details>"),
+            "<details open=\"\"><summary>答案</summary></details>"
+        );
+        let text = "<pre><code>id=\"x\" &lt;a href=\"#y\"&gt;</code></pre><!-- <a id=\"z\"> -->";
+        assert_eq!(scoped(text), text);
+        let title = "<span title=\"a > b\" id=\"q\">x</span>";
+        assert_eq!(
+            scoped(title),
+            "<span title=\"a > b\" id=\"bahdanau--q\">x</span>"
+        );
+    }
+}

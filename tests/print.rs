@@ -1,0 +1,135 @@
+//! The print page (issue 16, item 8): the whole series on one page, chapters in order, ids
+//! unique across chapters, every link into the series an anchor on the page, answers and folds
+//! open; `[print] enabled = false` switches it off.
+
+mod common;
+
+use std::collections::HashSet;
+
+use common::Site;
+use regex::Regex;
+
+fn built(site: &Site) -> String {
+    let run = site.run(&["build"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    site.read("public/print.html")
+}
+
+fn ids(page: &str) -> Vec<String> {
+    let re = Regex::new(r#"\sid="([^"]*)""#).unwrap();
+    re.captures_iter(page).map(|c| c[1].to_string()).collect()
+}
+
+#[test]
+fn the_chapters_stand_in_series_order_with_headers_and_math() {
+    let site = Site::fixture("print");
+    let page = built(&site);
+    let first = page.find("<article class=\"chapter print-chapter\" id=\"a\">");
+    let second = page.find("<article class=\"chapter print-chapter\" id=\"b\">");
+    assert!(
+        matches!((first, second), (Some(a), Some(b)) if a < b),
+        "{page}"
+    );
+    assert!(page.contains("<h1>第一篇的标题</h1>") && page.contains("第一篇的摘要"));
+    assert!(
+        page.contains("<a href=\"#b\">第 2 篇 · 第二篇的标题</a>"),
+        "{page}"
+    );
+    assert_eq!(page.matches("class=\"katex-display\"").count(), 2, "{page}");
+    assert!(page.contains("<meta name=\"robots\" content=\"noindex\">"));
+    assert!(
+        page.contains(
+            "<link rel=\"canonical\" href=\"https://example.github.io/series/print.html\">"
+        )
+    );
+}
+
+#[test]
+fn ids_are_unique_across_chapters_and_every_in_page_link_has_its_target() {
+    let site = Site::fixture("print");
+    let page = built(&site);
+    let ids = ids(&page);
+    let unique: HashSet<&String> = ids.iter().collect();
+    assert_eq!(unique.len(), ids.len(), "duplicate ids: {ids:?}");
+    // Both chapters have a `## 方法 {#method}`: each keeps its own.
+    assert!(unique.contains(&"a--method".to_string()) && unique.contains(&"b--method".to_string()));
+    let hrefs = Regex::new(r##"href="#([^"]*)""##).unwrap();
+    let targets: Vec<String> = hrefs
+        .captures_iter(&page)
+        .map(|c| c[1].to_string())
+        .collect();
+    assert!(targets.len() >= 10, "{targets:?}");
+    for target in &targets {
+        assert!(
+            unique.contains(target),
+            "no id {target:?} on the page for href=\"#{target}\""
+        );
+    }
+}
+
+#[test]
+fn cross_references_and_chapter_links_point_into_the_page() {
+    let site = Site::fixture("print");
+    let page = built(&site);
+    for link in [
+        // @eq:score, @ch:b, @eq:b/softmax, [..](02-b.md#method), [..](#method) in chapter a
+        "<a class=\"xref\" href=\"#a--eq-score\">式 (1)</a>",
+        "<a class=\"xref\" href=\"#b\">《第二篇的标题》</a>",
+        "<a class=\"xref\" href=\"#b--eq-softmax\">第 2 篇式 (1)</a>",
+        "<a href=\"#b--method\">它的方法</a>",
+        "<a href=\"#a--method\">本节</a>",
+        // @ch:a, @eq:a/score, [..](01-a.md) in chapter b
+        "<a class=\"xref\" href=\"#a\">《第一篇的标题》</a>",
+        "<a class=\"xref\" href=\"#a--eq-score\">第 1 篇式 (1)</a>",
+        "<a href=\"#a\">第一篇</a>",
+    ] {
+        assert!(page.contains(link), "no {link} in {page}");
+    }
+    let main = &page[page.find("<main").unwrap()..];
+    assert!(
+        !main.contains("href=\"/series/a/") && !main.contains("href=\"/series/b/"),
+        "{main}"
+    );
+    assert!(
+        page.contains("<details open><summary>答案</summary>"),
+        "{page}"
+    );
+    // The chapter pages themselves keep their own ids and links.
+    let chapter = site.read("public/b/index.html");
+    assert!(
+        chapter.contains("<a class=\"xref\" href=\"/series/a/#eq-score\">"),
+        "{chapter}"
+    );
+}
+
+#[test]
+fn the_navigation_links_the_print_page_and_the_switch_turns_it_off() {
+    let site = Site::fixture("print");
+    built(&site);
+    let index = site.read("public/index.html");
+    assert!(
+        index.contains("<a href=\"/series/print.html\">打印版</a>"),
+        "{index}"
+    );
+
+    let config = site.read("site.toml");
+    site.write(
+        "site.toml",
+        &format!("{config}\n[print]\nenabled = false\n"),
+    );
+    let run = site.run(&["build"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(!site.path("public/print.html").exists());
+    assert!(!site.read("public/index.html").contains("print.html"));
+    assert!(!site.read("public/a/index.html").contains("print.html"));
+
+    site.write("site.toml", &format!("{config}\n[print]\nenable = false\n"));
+    let run = site.run(&["build"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("site.toml:5:1: error: unknown field `enable`, expected `enabled`"),
+        "{}",
+        run.stderr
+    );
+}
