@@ -343,5 +343,5 @@ fn the_runner_times_each_block_applies_the_site_limit_and_reports_how_a_chapter_
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(run.stdout.contains("0 run, 1 cached"), "{}", run.stdout);
     let page = site.read("public/restart/index.html");
-    assert!(page.contains("Slept 2.4 s"), "{page}");
+    assert!(page.contains("title=\"实验值 2.4；"), "{page}");
 }
