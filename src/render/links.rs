@@ -38,12 +38,17 @@ pub fn target(dest: &str) -> Target<'_> {
     }
 }
 
-/// Rewrites a destination for the page (chapter files become chapter URLs).
+/// Rewrites a destination for the page: chapter files become chapter URLs, and a root-relative
+/// path (`/`, `/tags/`) gets the base path, since the site's root is the base path, not the
+/// host's (a protocol-relative `//host/..` is another host and stays).
 pub fn rewrite(dest: &str, base_path: &str) -> Option<String> {
     match target(dest) {
         Target::Chapter(slug, anchor) => {
             let url = chapter_url(base_path, &slug);
             Some(anchor.map_or(url.clone(), |a| format!("{url}#{a}")))
+        }
+        Target::Other if dest.starts_with('/') && !dest.starts_with("//") => {
+            Some(format!("{base_path}{}", &dest[1..]))
         }
         _ => None,
     }
@@ -212,5 +217,16 @@ mod tests {
             Some("/series/bahdanau/#s")
         );
         assert_eq!(rewrite("https://x.y", "/"), None);
+    }
+
+    #[test]
+    fn root_relative_paths_get_the_base_path() {
+        assert_eq!(rewrite("/", "/series/").as_deref(), Some("/series/"));
+        assert_eq!(
+            rewrite("/tags/a/#top", "/series/").as_deref(),
+            Some("/series/tags/a/#top")
+        );
+        assert_eq!(rewrite("/", "/").as_deref(), Some("/"));
+        assert_eq!(rewrite("//example.org/x", "/series/"), None);
     }
 }
