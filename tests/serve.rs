@@ -608,7 +608,8 @@ fn live_reload_waiters_are_bounded_and_pages_still_load() {
                 assert!(json["generation"].as_u64() > Some(since), "{body}");
                 woken += 1;
             }
-            503 => turned_away += 1,
+            // Polls that arrived after the first hundred were turned away may be too.
+            503 => {}
             other => panic!("a poll answered {other}: {body}"),
         }
     }
@@ -696,7 +697,7 @@ fn new_source_directories_templates_static_and_site_toml_rebuild() {
         &config.replace("Serve fixture", "Renamed config title"),
     );
     std::fs::rename(site.path("site.toml.tmp"), site.path("site.toml")).unwrap();
-    generation = server.wait_for_build_after(generation, "site.toml saved by rename");
+    server.wait_for_build_after(generation, "site.toml saved by rename");
     server.wait_for_page("/", "the new title", |b| b.contains("Renamed config title"));
 }
 
