@@ -316,6 +316,18 @@ mod tests {
         );
     }
 
+    /// `#bibliography` exists on a page only when the page cites something.
+    #[test]
+    fn the_bibliography_anchor_needs_a_citation() {
+        let dir = tempfile::tempdir().unwrap();
+        let site = series(&[("01-a.md", "[r](#bibliography)\n")], &[], dir.path());
+        assert_eq!(
+            problems(&site),
+            ["5:1 broken link: no anchor `#bibliography` in chapter `a` \
+              (anchors are heading ids, `fig-NAME`, `tab-NAME` and `experiment-N`)"]
+        );
+    }
+
     #[test]
     fn a_misspelt_chapter_gets_the_closest_slug() {
         let dir = tempfile::tempdir().unwrap();
@@ -406,6 +418,10 @@ mod tests {
     #[test]
     fn mailto_and_other_files_are_not_checked() {
         assert_eq!(target("mailto:a@b.c"), Target::Other);
+        // Each of these alone makes a link external, even one ending in `.md`.
+        for external in ["https://x.y/02-b.md", "mailto:02-b.md", "/notes/02-b.md"] {
+            assert_eq!(target(external), Target::Other, "{external}");
+        }
         assert_eq!(target("notes.txt"), Target::Other);
         assert_eq!(target("02-b.md"), Target::Chapter("b".into(), None));
         assert_eq!(rewrite("02-b.md", "/s/").as_deref(), Some("/s/b/"));
