@@ -61,7 +61,7 @@ fn check_finds_problems_without_running_experiments() {
 }
 
 #[test]
-fn check_passes_on_a_clean_site_and_knows_names_from_the_last_build() {
+fn check_passes_on_a_clean_site_and_knows_names_and_values_from_the_last_build() {
     let site = Site::fixture("basic");
     assert_eq!(site.run(&["build"]).code, 0);
     let run = site.run(&["check"]);
@@ -74,6 +74,53 @@ fn check_passes_on_a_clean_site_and_knows_names_from_the_last_build() {
         run.stderr.contains("unknown value `summ`") && run.stderr.contains("did you mean `sum`?"),
         "{}",
         run.stderr
+    );
+    // A quote that drifted from the cached run is a finding too (exit 1), not a warning.
+    site.write(
+        "content/01-first.md",
+        &text.replace("[1.00]{=sum}", "[2.00]{=sum}"),
+    );
+    let run = site.run(&["check"]);
+    assert_eq!(run.code, 1, "{}{}", run.stdout, run.stderr);
+    assert!(
+        run.stderr.contains("content/01-first.md:40:")
+            && run.stderr.contains("quoted 2.00")
+            && run.stderr.contains("error: 1 problem(s) found"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn check_exits_2_when_it_cannot_read_the_site() {
+    let site = Site::fixture("bad-config");
+    let run = site.run(&["check"]);
+    assert_eq!(run.code, 2, "{}{}", run.stdout, run.stderr);
+    assert!(run.stderr.contains("site.toml:3:1"), "{}", run.stderr);
+    assert!(!run.stderr.contains("problem(s) found"), "{}", run.stderr);
+}
+
+#[test]
+fn usage_errors_exit_2_with_a_hint() {
+    let site = Site::fixture("basic");
+    for (args, says) in [
+        (&["check", "extra"][..], "unexpected argument 'extra'"),
+        (&["chekc"][..], "tip: a similar subcommand exists: 'check'"),
+        (&["check", "--strict"][..], "unexpected argument '--strict'"),
+        (
+            &["build", "--port", "1"][..],
+            "unexpected argument '--port'",
+        ),
+        (&[][..], "Usage: attnbook"),
+    ] {
+        let run = site.run(args);
+        assert_eq!(run.code, 2, "{args:?}: {}", run.stderr);
+        assert!(run.stderr.contains(says), "{args:?}: {}", run.stderr);
+        assert!(run.stdout.is_empty(), "{args:?}: {}", run.stdout);
+    }
+    assert!(
+        !site.path("public").exists(),
+        "a usage error builds nothing"
     );
 }
 

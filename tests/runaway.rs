@@ -309,3 +309,39 @@ fn two_sites_with_the_same_chapter_slug_build_at_once_each_with_its_own_experime
         assert!(page.contains(&format!("site value {x}")), "{page}");
     }
 }
+
+#[test]
+fn the_runner_times_each_block_applies_the_site_limit_and_reports_how_a_chapter_died() {
+    let site = Site::fixture("runner");
+    let run = build(&site);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    let errors: Vec<&str> = run
+        .stderr
+        .lines()
+        .filter(|l| l.contains(": error"))
+        .collect();
+    assert_eq!(
+        errors,
+        [
+            // The site's `[lab] timeout = 1` applies to a block without `timeout=` in its fence.
+            "content/02-site-limit.md:8:1: error: experiment block 1 did not finish within 1 s",
+            // A signal other than running out of memory is named, at the last block that started.
+            "content/03-abort.md:10:1: error: experiment block 2 was killed (signal 6)",
+            // Exiting without results is an error at the block that exited, with its code.
+            "content/04-exit.md:10:1: error: experiment block 2 exited with code 1 without reporting results",
+        ],
+        "{}",
+        run.stderr
+    );
+    // Two 1.2 s blocks under `timeout=2` both passed (each block's clock starts with the
+    // block, and 2.4 s is past the limit): without the broken chapters, the site builds from
+    // that cached run.
+    for broken in ["02-site-limit", "03-abort", "04-exit"] {
+        std::fs::remove_file(site.path(&format!("content/{broken}.md"))).unwrap();
+    }
+    let run = build(&site);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stdout.contains("0 run, 1 cached"), "{}", run.stdout);
+    let page = site.read("public/restart/index.html");
+    assert!(page.contains("title=\"实验值 2.4；"), "{page}");
+}

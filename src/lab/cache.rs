@@ -312,4 +312,23 @@ mod tests {
         assert!(load(dir.path(), "a", "k1").is_some());
         assert!(load(dir.path(), "a", "k2").is_none());
     }
+
+    /// `check` reads the last run whatever its key, and exactly that run; a chapter never run
+    /// has none.
+    #[test]
+    fn load_any_returns_the_stored_run_whatever_its_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut run = ChapterRun::default();
+        run.meta.seed = 7;
+        run.blocks.push(super::super::BlockOutput {
+            stdout: "printed".into(),
+            truncated: false,
+        });
+        store(dir.path(), "a", "old key", &run).unwrap();
+        assert_eq!(load_any(dir.path(), "a"), Some(run.clone()));
+        assert_eq!(load(dir.path(), "a", "old key"), Some(run));
+        assert_eq!(load_any(dir.path(), "b"), None);
+        std::fs::write(path(dir.path(), "c"), "not JSON").unwrap();
+        assert_eq!(load_any(dir.path(), "c"), None);
+    }
 }

@@ -610,6 +610,17 @@ fn failure(
                 .at(block_at(last_block))
                 .with_note(tail(&finished.stderr)),
         ),
+        // Exiting in a block (`std::process::exit`) ends the chapter before its results are
+        // written: name the block and the code, as for a signal.
+        (process::Ending::Exited(code), None) => Some(
+            Diagnostic::error(format!(
+                "experiment block {} exited with code {code} without reporting results",
+                last_block + 1
+            ))
+            .at(block_at(last_block))
+            .with_note(tail(&finished.stderr))
+            .with_help("let the block end normally: the chapter's results are written after its last block"),
+        ),
         (ending, _) => Some(
             Diagnostic::error(format!("the experiments of this chapter failed ({ending:?}) without reporting results"))
                 .at(block_at(0))

@@ -38,12 +38,17 @@ pub fn target(dest: &str) -> Target<'_> {
     }
 }
 
-/// Rewrites a destination for the page (chapter files become chapter URLs).
+/// Rewrites a destination for the page: chapter files become chapter URLs, and a root-relative
+/// path (`/`, `/tags/`) gets the base path, since the site's root is the base path, not the
+/// host's (a protocol-relative `//host/..` is another host and stays).
 pub fn rewrite(dest: &str, base_path: &str) -> Option<String> {
     match target(dest) {
         Target::Chapter(slug, anchor) => {
             let url = chapter_url(base_path, &slug);
             Some(anchor.map_or(url.clone(), |a| format!("{url}#{a}")))
+        }
+        Target::Other if dest.starts_with('/') && !dest.starts_with("//") => {
+            Some(format!("{base_path}{}", &dest[1..]))
         }
         _ => None,
     }
@@ -212,5 +217,225 @@ mod tests {
             Some("/series/bahdanau/#s")
         );
         assert_eq!(rewrite("https://x.y", "/"), None);
+    }
+
+    /// A series of `(file name, body)` chapters, parsed as a build parses them; `ran` lists
+    /// the slugs whose experiments ran, each with a figure `curve` and a table `t`.
+    fn series(chapters: &[(&str, &str)], ran: &[&str], root: &Path) -> Series {
+        let chapters = chapters
+            .iter()
+            .enumerate()
+            .map(|(i, (file, body))| {
+                let text = format!("+++\ntitle = \"T\"\nnumber = {}\n+++\n{body}", i + 1);
+                let path = Path::new("content").join(file);
+                let mut chapter = crate::content::Chapter::parse(&path, text).unwrap();
+                chapter.doc = crate::markdown::parse(&chapter).0;
+                if ran.contains(&chapter.slug.as_str()) {
+                    chapter.run = Some(ran_with_figure_and_table());
+                }
+                chapter
+            })
+            .collect::<Vec<_>>();
+        Series {
+            root: root.to_path_buf(),
+            config: crate::config::Config::parse(
+                Path::new("site.toml"),
+                "title = \"T\"\nbase_url = \"/\"\n",
+            )
+            .unwrap(),
+            taxonomy: crate::content::Taxonomy::of(&chapters),
+            chapters,
+        }
+    }
+
+    fn ran_with_figure_and_table() -> crate::lab::ChapterRun {
+        let mut run = crate::lab::ChapterRun::default();
+        run.results.figures.push(lab_protocol::Figure {
+            name: "curve".into(),
+            block: 0,
+            caption: "c".into(),
+            svg: "<svg/>".into(),
+        });
+        run.results.tables.push(lab_protocol::Table {
+            name: "t".into(),
+            block: 0,
+            headers: vec!["h".into()],
+            rows: vec![],
+        });
+        run
+    }
+
+    /// `line:col message (help)` for each problem, in order.
+    fn problems(series: &Series) -> Vec<String> {
+        check(series)
+            .iter()
+            .map(|d| {
+                let at = d.location.as_ref().unwrap();
+                let help = d.help.as_deref().unwrap_or("");
+                format!("{}:{} {} ({help})", at.line, at.col, d.message)
+            })
+            .collect()
+    }
+
+    const WITH_BLOCK: &str = "## 方法 {#method}\n\n```rust,experiment\nlet x = 1;\n```\n";
+
+    #[test]
+    fn links_to_chapters_headings_blocks_figures_and_tables_check_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let body = "[a](02-b.md) [b](02-b.md#method) [c](02-b.md#experiment-1) \
+                    [d](02-b.md#fig-curve) [e](02-b.md#tab-t) [f](#top) [g](https://x.y/#nope) \
+                    [h](/tags/) [i](02-b.md#)\n\n## 顶 {#top}\n";
+        let good = series(
+            &[("01-a.md", body), ("02-b.md", WITH_BLOCK)],
+            &["b"],
+            dir.path(),
+        );
+        assert_eq!(problems(&good), Vec::<String>::new());
+    }
+
+    #[test]
+    fn broken_chapters_and_anchors_are_errors_at_the_link_with_a_hint() {
+        let dir = tempfile::tempdir().unwrap();
+        let body =
+            "[x](02-c.md) [y](02-b.md#methdo) [z](#nowhere-at-all) [w](02-b.md#experiment-2)\n";
+        let bad = series(
+            &[("01-a.md", body), ("02-b.md", WITH_BLOCK)],
+            &["b"],
+            dir.path(),
+        );
+        assert_eq!(
+            problems(&bad),
+            [
+                "5:1 broken link: no chapter `c` (from `02-c.md`) \
+                 (link to a chapter file like `02-bahdanau.md`)",
+                "5:14 broken link: no anchor `#methdo` in chapter `b` (did you mean `method`?)",
+                "5:34 broken link: no anchor `#nowhere-at-all` in chapter `a` \
+                 (anchors are heading ids, `fig-NAME`, `tab-NAME` and `experiment-N`)",
+                "5:55 broken link: no anchor `#experiment-2` in chapter `b` (did you mean `experiment-1`?)",
+            ]
+        );
+    }
+
+    /// `#bibliography` exists on a page only when the page cites something.
+    #[test]
+    fn the_bibliography_anchor_needs_a_citation() {
+        let dir = tempfile::tempdir().unwrap();
+        let site = series(&[("01-a.md", "[r](#bibliography)\n")], &[], dir.path());
+        assert_eq!(
+            problems(&site),
+            ["5:1 broken link: no anchor `#bibliography` in chapter `a` \
+              (anchors are heading ids, `fig-NAME`, `tab-NAME` and `experiment-N`)"]
+        );
+    }
+
+    #[test]
+    fn a_misspelt_chapter_gets_the_closest_slug() {
+        let dir = tempfile::tempdir().unwrap();
+        let site = series(
+            &[("01-a.md", "[x](02-btea.md)\n"), ("02-beta.md", "")],
+            &[],
+            dir.path(),
+        );
+        assert_eq!(
+            problems(&site),
+            ["5:1 broken link: no chapter `btea` (from `02-btea.md`) (did you mean `beta`?)"]
+        );
+    }
+
+    #[test]
+    fn figures_and_tables_of_a_chapter_that_never_ran_are_unknown_not_missing() {
+        let dir = tempfile::tempdir().unwrap();
+        let body = "[d](02-b.md#fig-curve) [e](02-b.md#tab-t) [f](02-b.md#fig-other)\n";
+        let never_ran = series(
+            &[("01-a.md", body), ("02-b.md", WITH_BLOCK)],
+            &[],
+            dir.path(),
+        );
+        assert_eq!(problems(&never_ran), Vec::<String>::new());
+        let ran = series(
+            &[("01-a.md", body), ("02-b.md", WITH_BLOCK)],
+            &["b"],
+            dir.path(),
+        );
+        assert_eq!(
+            problems(&ran),
+            ["5:43 broken link: no anchor `#fig-other` in chapter `b` (did you mean `fig-curve`?)"]
+        );
+        // A chapter without experiments has no figures to wait for.
+        let plain = series(&[("01-a.md", body), ("02-b.md", "text\n")], &[], dir.path());
+        assert_eq!(problems(&plain).len(), 3);
+    }
+
+    #[test]
+    fn images_must_be_files_inside_static() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("static/img")).unwrap();
+        std::fs::write(dir.path().join("static/img/ok.png"), "png").unwrap();
+        std::fs::write(dir.path().join("site.toml"), "").unwrap();
+        let body = "![a](img/ok.png) ![b](./img/ok.png) ![c](https://x.y/c.png) ![d](data:image/png;base64,AA)\n\n\
+                    ![e](/etc/passwd) ![f](../site.toml) ![g](img/missing.png) ![h](../../nowhere.png)\n";
+        let site = series(&[("01-a.md", body)], &[], dir.path());
+        let found = problems(&site);
+        assert_eq!(found.len(), 4, "{found:#?}");
+        assert!(
+            found[0].starts_with("7:1 image `/etc/passwd` is an absolute path"),
+            "{found:#?}"
+        );
+        assert!(
+            found[1].starts_with("7:19 image `../site.toml` resolves to "),
+            "{found:#?}"
+        );
+        assert!(
+            found[1].contains("outside the site's static/ directory"),
+            "{found:#?}"
+        );
+        assert_eq!(
+            found[2],
+            "7:38 image `img/missing.png` not found in static/ (add static/img/missing.png)"
+        );
+        assert!(
+            found[3]
+                .starts_with("7:60 image `../../nowhere.png` points outside the site's static/"),
+            "{found:#?}"
+        );
+    }
+
+    #[test]
+    fn image_urls_go_under_the_base_path_unless_external() {
+        assert_eq!(
+            image_url("img/a.png", "/s/").as_deref(),
+            Some("/s/img/a.png")
+        );
+        assert_eq!(
+            image_url("./img/a.png", "/s/").as_deref(),
+            Some("/s/img/a.png")
+        );
+        for external in ["https://x.y/a.png", "data:image/png;base64,AA", "/abs.png"] {
+            assert_eq!(image_url(external, "/s/"), None, "{external}");
+        }
+    }
+
+    #[test]
+    fn mailto_and_other_files_are_not_checked() {
+        assert_eq!(target("mailto:a@b.c"), Target::Other);
+        // Each of these alone makes a link external, even one ending in `.md`.
+        for external in ["https://x.y/02-b.md", "mailto:02-b.md", "/notes/02-b.md"] {
+            assert_eq!(target(external), Target::Other, "{external}");
+        }
+        assert_eq!(target("notes.txt"), Target::Other);
+        assert_eq!(target("02-b.md"), Target::Chapter("b".into(), None));
+        assert_eq!(rewrite("02-b.md", "/s/").as_deref(), Some("/s/b/"));
+        assert_eq!(rewrite("#top", "/s/"), None);
+    }
+
+    #[test]
+    fn root_relative_paths_get_the_base_path() {
+        assert_eq!(rewrite("/", "/series/").as_deref(), Some("/series/"));
+        assert_eq!(
+            rewrite("/tags/a/#top", "/series/").as_deref(),
+            Some("/series/tags/a/#top")
+        );
+        assert_eq!(rewrite("/", "/").as_deref(), Some("/"));
+        assert_eq!(rewrite("//example.org/x", "/series/"), None);
     }
 }

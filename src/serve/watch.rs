@@ -212,4 +212,49 @@ mod tests {
         }
         assert!(!is_editor_litter(Path::new("content/01-a.md")));
     }
+
+    fn sources_of(root: &Path) -> Sources {
+        let root = root.to_str().unwrap();
+        let cli =
+            <crate::cli::Cli as clap::Parser>::parse_from(["attnbook", "--root", root, "serve"]);
+        match cli.into_plan() {
+            crate::cli::Plan::Serve(plan) => Sources::new(&plan.build).unwrap(),
+            _ => unreachable!("parsed `serve`"),
+        }
+    }
+
+    /// The serve tests cannot touch the workspace's `crates/` (every test's experiments
+    /// compile against it): which paths count is pinned here instead.
+    #[test]
+    fn sources_are_the_config_content_templates_static_and_the_crates() {
+        let site = tempfile::tempdir().unwrap();
+        let sources = sources_of(site.path());
+        let root = site.path().canonicalize().unwrap();
+        let crates = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("crates")
+            .canonicalize()
+            .unwrap();
+        for source in [
+            root.join("site.toml"),
+            root.join("content/01-a.md"),
+            root.join("content/new-dir/02-b.md"),
+            root.join("templates/chapter.html"),
+            root.join("static/img/a.png"),
+            crates.join("attention/src/lib.rs"),
+            crates.join("lab/Cargo.toml"),
+        ] {
+            assert!(sources.is_source(&source), "{}", source.display());
+        }
+        for product in [
+            root.join("public/index.html"),
+            root.join(".attnbook/lab/Cargo.toml"),
+            root.join("site.toml.tmp"),
+            root.join("README.md"),
+            root.join("content/01-a.md.swp"),
+            crates.join("target/debug/liblab.rlib"),
+            crates.join("lab/.git/HEAD"),
+        ] {
+            assert!(!sources.is_source(&product), "{}", product.display());
+        }
+    }
 }

@@ -85,9 +85,12 @@ mod tests {
         assert_eq!(sample_count(Duration::from_secs(2)), MIN_SAMPLES);
     }
 
+    /// A sleep never ends early, so its time per call is at least 2 ms; how much longer it takes
+    /// depends on the machine's load, so no upper bound is asserted (on a loaded two-core CI
+    /// machine one would flake).
     #[test]
-    fn measures_a_sleep_roughly() {
+    fn measures_a_sleep_per_call() {
         let ns = median_ns(|| std::thread::sleep(Duration::from_millis(2)));
-        assert!((2.0e6..20.0e6).contains(&ns), "{ns} ns for a 2 ms sleep");
+        assert!(ns.is_finite() && ns >= 2.0e6, "{ns} ns for a 2 ms sleep");
     }
 }
