@@ -22,7 +22,7 @@ use crate::content::Chapter;
 use crate::diagnostic::Diagnostic;
 use crate::quotes::syntax::QuoteSyntax;
 pub use east_asian::is_cjk;
-pub use experiment::Experiment;
+pub use experiment::{BlockOptions, Experiment, Fold};
 pub use headings::{Heading, slugify};
 use inline::Inline;
 

@@ -17,6 +17,7 @@ mod bench;
 pub mod chart;
 mod context;
 mod control;
+pub mod fmt;
 pub mod prelude;
 mod random;
 mod runner;

@@ -20,3 +20,4 @@ pub use plotters::style::Color as _;
 
 pub use crate::chart::{Area, Bar, Chart, ChartResult, Custom, Heatmap, Line, Panels, theme};
 pub use crate::{IntoValue, Lab, RandnShape, peak_alloc};
+pub use crate::fmt::group_thousands;
