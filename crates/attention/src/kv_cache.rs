@@ -180,6 +180,28 @@ impl KvCache {
         Ok(())
     }
 
+    /// Keeps the first `len` positions of every layer and drops the rest (to roll back
+    /// steps, or to time one step again on the same prefix). A layer holding fewer positions
+    /// is left as it is.
+    ///
+    /// ```
+    /// use attention::KvCache;
+    /// use ndarray::array;
+    ///
+    /// let mut cache = KvCache::new(1, 1, 1);
+    /// for x in [1.0, 2.0, 3.0] {
+    ///     cache.append(0, &array![x], &array![x]);
+    /// }
+    /// cache.truncate(1);
+    /// assert_eq!(cache.keys(0, 0), array![[1.0]]);
+    /// ```
+    pub fn truncate(&mut self, len: usize) {
+        let width = self.kv_heads * self.d_head;
+        for rows in self.keys.iter_mut().chain(self.values.iter_mut()) {
+            rows.truncate(len * width);
+        }
+    }
+
     fn head_view<'a>(&self, rows: &'a [f64], head: usize) -> ArrayView2<'a, f64> {
         assert!(head < self.kv_heads, "KvCache: head {head} out of range");
         let width = self.kv_heads * self.d_head;
@@ -349,6 +371,12 @@ mod tests {
             }
             assert_eq!((cache.len(0), cache.len(1)), (0, n));
             assert_eq!(cache.bytes(8), 2 * n * kv_heads * dh * 8);
+            // Rolling back and redoing the last step gives the same output.
+            cache.truncate(n - 1);
+            assert_eq!(cache.len(1), n - 1);
+            cache.append(1, &k.row(n - 1), &v.row(n - 1));
+            let (again, _) = cached_attention_step(&q.row(n - 1), &cache, 1);
+            assert!((&again - &full.row(n - 1)).iter().all(|d| d.abs() < 1e-12));
         }
     }
 
