@@ -21,7 +21,8 @@
 //!    and decoder layers (post-LN or pre-LN), and `count_ops` to measure their cost.
 //! 10. `window`, `linear` - attention at length: a sliding window; linear attention (`elu + 1`).
 //! 11. `train` - a tiny encoder-decoder Transformer with a backward pass through every layer,
-//!    Adam and the reversal task ([`TinyTransformer`], [`Adam`], [`Reversal`]).
+//!     Adam and the reversal task ([`TinyTransformer`], [`Adam`], [`Reversal`]).
+//! 12. `kv_cache` - decoding token by token: [`KvCache`], [`cached_attention_step`] (MHA/GQA/MQA).
 //!
 //! The fast paths compute the same formulas, written for speed (numbers in
 //! `docs/performance.md`):
@@ -58,6 +59,7 @@ mod float;
 mod fused;
 mod grad;
 mod init;
+mod kv_cache;
 mod linear;
 mod local;
 mod loss;
@@ -86,6 +88,9 @@ pub use float::Float;
 pub use fused::{dot_softmax, scaled_dot_softmax};
 pub use grad::{AdditiveGrads, GeneralGrads, general_scores_backward, softmax_backward};
 pub use init::{randn1, randn2, xavier_normal, xavier_uniform};
+pub use kv_cache::{
+    KvCache, cached_attention_step, kv_cache_bytes_per_token, try_cached_attention_step,
+};
 pub use linear::{
     elu_feature_map, linear_attention, linear_attention_weights, try_linear_attention,
 };

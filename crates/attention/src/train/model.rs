@@ -8,10 +8,11 @@
 //! Source and target share one embedding table of `vocab + 1` rows: the symbols `0..vocab`
 //! and the start token [`TinyTransformer::bos`].
 
-use ndarray::{Array2, ArrayViewD, ArrayViewMutD};
+use ndarray::{Array1, Array2, ArrayViewD, ArrayViewMutD, Axis, s};
 use rand::Rng;
 
 use crate::error::AttentionError;
+use crate::kv_cache::{KvCache, cached_attention_step};
 use crate::mask::causal_mask;
 use crate::metrics::argmax;
 
@@ -346,14 +347,105 @@ impl TinyTransformer {
 
     /// Greedy decoding of `len` symbols: each step appends the most probable symbol.
     ///
+    /// Decodes with a [`KvCache`]: layer 0 holds the decoder self-attention's keys and values,
+    /// one position appended per step; layer 1 the cross-attention's, projected from the
+    /// memory once. Each step runs the decoder on the newest position only; the result is
+    /// that of [`TinyTransformer::greedy_decode_uncached`], up to rounding.
+    ///
     /// # Panics
     ///
     /// If `src` is empty, `len == 0`, either exceeds `max_len`, or a symbol is out of range.
     #[track_caller]
     pub fn greedy_decode(&self, src: &[usize], len: usize) -> Decoded {
         assert!(
+            len > 0 && len <= self.config.max_len,
+            "TinyTransformer::greedy_decode: len must be in 1..=max_len"
+        );
+        let memory = self.encode(src);
+        let n = memory.nrows();
+        let mut cache = KvCache::new(2, self.config.kv_heads, self.cross_attn.d_head());
+        let (k, v) = (
+            self.cross_attn.w_k.forward(&memory),
+            self.cross_attn.w_v.forward(&memory),
+        );
+        for j in 0..n {
+            cache.append(1, &k.row(j), &v.row(j));
+        }
+        let mut cross_weights = vec![Array2::zeros((len, n)); self.config.heads];
+        let mut tokens = Vec::with_capacity(len);
+        let mut last = self.bos();
+        for t in 0..len {
+            let (logits, weights) = self.decode_step(&mut cache, last, t);
+            for (all, w) in cross_weights.iter_mut().zip(weights) {
+                all.row_mut(t).assign(&w);
+            }
+            last = argmax(&logits).expect("logits are finite");
+            tokens.push(last);
+        }
+        Decoded {
+            tokens,
+            cross_weights,
+        }
+    }
+
+    /// One decoder step with a key/value cache: the decoder input `token` at position `t`
+    /// (the previous output, or [`TinyTransformer::bos`] at `t = 0`). Appends its key and
+    /// value to layer 0 of `cache` and attends over layers 0 (self) and 1 (the memory's keys
+    /// and values, filled by the caller). Returns the logits of the next symbol and the
+    /// cross-attention weights of each head over the source positions.
+    ///
+    /// # Panics
+    ///
+    /// If the cache does not hold `t` positions in layer 0 and the memory in layer 1, its
+    /// head sizes differ from the model's, `t >= max_len` or `token` is out of range.
+    #[track_caller]
+    pub fn decode_step(
+        &self,
+        cache: &mut KvCache,
+        token: usize,
+        t: usize,
+    ) -> (Array1<f64>, Vec<Array1<f64>>) {
+        assert_eq!(
+            cache.len(0),
+            t,
+            "TinyTransformer::decode_step: cache length"
+        );
+        let mut y = self.embed.forward(&[token]);
+        let mut pos = Array2::zeros((t + 1, self.config.d_model));
+        self.positions.add_to_embeddings(&mut pos, t + 1);
+        y += &pos.slice(s![t..t + 1, ..]);
+        // Self-attention over the cached prefix, the new position included.
+        let q = self.dec_attn.w_q.forward(&y);
+        cache.append(
+            0,
+            &self.dec_attn.w_k.forward(&y).row(0),
+            &self.dec_attn.w_v.forward(&y).row(0),
+        );
+        let (heads, _) = cached_attention_step(&q.row(0), cache, 0);
+        let a = self.dec_attn.w_o.forward(&heads.insert_axis(Axis(0)));
+        let (h1, _) = self.dec_ln1.forward(&(y + a));
+        // Cross-attention over the memory's cached keys and values.
+        let q = self.cross_attn.w_q.forward(&h1);
+        let (heads, cross) = cached_attention_step(&q.row(0), cache, 1);
+        let c = self.cross_attn.w_o.forward(&heads.insert_axis(Axis(0)));
+        let (h2, _) = self.dec_ln2.forward(&(h1 + c));
+        let (f, _) = self.dec_ff.forward(&h2);
+        let (h3, _) = self.dec_ln3.forward(&(h2 + f));
+        let logits = self.out.forward(&h3).row(0).to_owned();
+        (logits, cross)
+    }
+
+    /// Greedy decoding without a cache: each step reruns the decoder on the whole prefix
+    /// ([`TinyTransformer::decode`]) and appends the most probable symbol.
+    ///
+    /// # Panics
+    ///
+    /// If `src` is empty, `len == 0`, either exceeds `max_len`, or a symbol is out of range.
+    #[track_caller]
+    pub fn greedy_decode_uncached(&self, src: &[usize], len: usize) -> Decoded {
+        assert!(
             len > 0,
-            "TinyTransformer::greedy_decode: len must be positive"
+            "TinyTransformer::greedy_decode_uncached: len must be positive"
         );
         let memory = self.encode(src);
         let mut prefix = vec![self.bos()];
@@ -511,6 +603,23 @@ mod tests {
         for w in &out.cross_weights {
             for row in w.rows() {
                 assert!((row.sum() - 1.0).abs() < 1e-12);
+            }
+        }
+    }
+
+    #[test]
+    fn cached_greedy_decoding_equals_recomputing_the_prefix() {
+        for kv_heads in [2, 1] {
+            for positions in [Positions::Sinusoidal, Positions::Learned] {
+                let model = tiny(positions, kv_heads);
+                for src in [vec![0, 3, 1], vec![2, 1, 1, 0]] {
+                    let cached = model.greedy_decode(&src, 4);
+                    let full = model.greedy_decode_uncached(&src, 4);
+                    assert_eq!(cached.tokens, full.tokens);
+                    for (a, b) in cached.cross_weights.iter().zip(&full.cross_weights) {
+                        assert!((a - b).iter().all(|d| d.abs() < 1e-12));
+                    }
+                }
             }
         }
     }
