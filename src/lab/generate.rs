@@ -167,19 +167,21 @@ fn manifest(package: &str, lab_path: &Path) -> String {
 /// share a target directory apart (`target/release/NAME` is one file for all of them); the
 /// hash keeps `a-b` and `a_b` apart.
 pub(super) fn bin_name(package: &str, slug: &str) -> String {
-    let clean: String = slug
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() {
-                c.to_ascii_lowercase()
-            } else {
-                '_'
-            }
-        })
-        .take(40)
-        .collect();
+    let clean: String = ascii_slug(slug, '_').take(40).collect();
     let hash = blake3::hash(slug.as_bytes()).to_hex();
     format!("{package}-{clean}-{}", &hash[..8])
+}
+
+/// The slug's characters for a Cargo name: ASCII letters and digits lowercased, anything
+/// else `sep`.
+pub(super) fn ascii_slug(slug: &str, sep: char) -> impl Iterator<Item = char> + '_ {
+    slug.chars().map(move |c| {
+        if c.is_ascii_alphanumeric() {
+            c.to_ascii_lowercase()
+        } else {
+            sep
+        }
+    })
 }
 
 fn chapter_binary(chapter: &ChapterBlocks<'_>) -> (String, Vec<Option<Origin>>) {

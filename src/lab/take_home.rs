@@ -180,16 +180,7 @@ fn project(
 /// A valid Cargo package name for any slug (ASCII letters, digits and `-`, never starting
 /// with a digit).
 fn package_name(slug: &str) -> String {
-    let clean: String = slug
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() {
-                c.to_ascii_lowercase()
-            } else {
-                '-'
-            }
-        })
-        .collect();
+    let clean: String = super::generate::ascii_slug(slug, '-').collect();
     format!("attnbook-{}-experiments", clean.trim_matches('-'))
 }
 

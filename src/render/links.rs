@@ -245,6 +245,7 @@ mod tests {
             .unwrap(),
             taxonomy: crate::content::Taxonomy::of(&chapters),
             chapters,
+            glossary: None,
         }
     }
 
