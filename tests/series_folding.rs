@@ -70,7 +70,10 @@ fn no_chapter_shows_a_long_run_of_open_code() {
     for path in &chapters {
         let relative = path.strip_prefix(root).unwrap();
         let (run, line) = longest_run(relative, std::fs::read_to_string(path).unwrap());
-        report.push(format!("{}: {run} lines from line {line}", relative.display()));
+        report.push(format!(
+            "{}: {run} lines from line {line}",
+            relative.display()
+        ));
         if run > MAX_RUN {
             too_long.push(format!("{}:{line}: {run} lines", relative.display()));
         }

@@ -424,10 +424,7 @@ fn run_all(
         std::thread::scope(|scope| {
             for _ in 0..workers.min(order.len()) {
                 scope.spawn(|| {
-                    loop {
-                        let Some(&index) = order.get(next.fetch_add(1, Ordering::SeqCst)) else {
-                            break;
-                        };
+                    while let Some(&index) = order.get(next.fetch_add(1, Ordering::SeqCst)) {
                         let (chapter, executable) = jobs[index];
                         let outcome = run_chapter(&settings, chapter, executable);
                         if let Ok(mut all) = outcomes.lock() {

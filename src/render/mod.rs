@@ -51,7 +51,6 @@ const DEFAULT_TEMPLATES: [(&str, &str); 11] = [
         "verification.html",
         include_str!("../../templates/verification.html"),
     ),
-
     ("print.html", include_str!("../../templates/print.html")),
 ];
 
