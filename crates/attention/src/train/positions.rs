@@ -1,13 +1,17 @@
 //! Where a token's position enters the model: the one place that knows about positions.
 //!
 //! [`Positions::Sinusoidal`] and [`Positions::Learned`] add a vector per position to the
-//! token embeddings. Schemes that act on queries and keys instead (rotary, ALiBi, relative)
-//! belong here too, as further variants with a hook in the attention scores.
+//! token embeddings. [`Positions::Rotary`], [`Positions::Alibi`] and [`Positions::Relative`]
+//! act in the self-attention layers instead, on the queries and keys or on the scores, through
+//! [`PositionEncoding::rotate_heads`] and [`PositionEncoding::score_bias`];
+//! [`Positions::NoPositions`] gives the model no position at all. Cross-attention never sees
+//! positions (as in T5): its queries and keys belong to different sequences.
 
-use ndarray::{Array2, ArrayViewD, ArrayViewMutD, s};
+use ndarray::{Array2, ArrayView2, ArrayViewD, ArrayViewMutD, s};
 use rand::Rng;
 
 use crate::init::randn2;
+use crate::positions::{alibi_bias, alibi_slopes, relative_index, rotate};
 
 use super::nn::Params;
 
@@ -21,6 +25,21 @@ pub enum Positions {
     /// One trained vector per position (`max_len x d_model`, initialised `N(0, 0.1^2)`),
     /// added to the embeddings.
     Learned,
+    /// No position information: self-attention is then permutation-equivariant.
+    NoPositions,
+    /// Rotary position embedding (Su et al.): every head's queries and keys in self-attention
+    /// are rotated by [`rope`](crate::rope) with the row's position in its sequence.
+    Rotary,
+    /// ALiBi (Press et al.): head `i` of a self-attention layer adds
+    /// [`alibi_bias`](crate::alibi_bias)`(slopes[i], ..)` to its scores, `-slope * |i - j|`.
+    Alibi,
+    /// A learned scalar bias per head and clipped offset `j - i` in `-clip..=clip`, added to
+    /// the self-attention scores (T5's bias with one bucket per offset, clipped as in Shaw
+    /// et al.); initialised to zero, shared by the encoder's and the decoder's self-attention.
+    Relative {
+        /// Offsets beyond `±clip` share the entry of `±clip`.
+        clip: usize,
+    },
 }
 
 /// The position table of a model and the scheme it implements.
@@ -37,8 +56,11 @@ pub enum Positions {
 #[derive(Debug, Clone, PartialEq)]
 pub struct PositionEncoding {
     kind: Positions,
-    /// `max_len x d_model`; trained only for [`Positions::Learned`].
+    /// `max_len x d_model` for the additive schemes, `heads x (2 clip + 1)` for
+    /// [`Positions::Relative`], empty otherwise; trained for `Learned` and `Relative`.
     table: Array2<f64>,
+    heads: usize,
+    max_len: usize,
 }
 
 /// The sinusoidal table, `max_len x d`.
@@ -50,18 +72,102 @@ pub fn sinusoidal_positions(max_len: usize, d: usize) -> Array2<f64> {
 }
 
 impl PositionEncoding {
-    /// The table for sequences up to `max_len` positions of width `d_model`.
+    /// The table for sequences up to `max_len` positions of width `d_model`, for attention
+    /// layers of one head (see [`PositionEncoding::with_heads`]).
     pub fn new<R: Rng + ?Sized>(
         kind: Positions,
         max_len: usize,
         d_model: usize,
         rng: &mut R,
     ) -> Self {
+        Self::with_heads(kind, max_len, d_model, 1, rng)
+    }
+
+    /// The positions of a model whose attention layers have `heads` query heads (ALiBi's
+    /// slopes and the relative bias are per head).
+    pub fn with_heads<R: Rng + ?Sized>(
+        kind: Positions,
+        max_len: usize,
+        d_model: usize,
+        heads: usize,
+        rng: &mut R,
+    ) -> Self {
         let table = match kind {
             Positions::Sinusoidal => sinusoidal_positions(max_len, d_model),
             Positions::Learned => randn2(max_len, d_model, rng) * 0.1,
+            Positions::Relative { clip } => Array2::zeros((heads, 2 * clip + 1)),
+            Positions::NoPositions | Positions::Rotary | Positions::Alibi => Array2::zeros((0, 0)),
         };
-        Self { kind, table }
+        Self {
+            kind,
+            table,
+            heads,
+            max_len,
+        }
+    }
+
+    fn is_additive(&self) -> bool {
+        matches!(self.kind, Positions::Sinusoidal | Positions::Learned)
+    }
+
+    fn is_trained(&self) -> bool {
+        matches!(self.kind, Positions::Learned | Positions::Relative { .. })
+    }
+
+    /// Whether self-attention rotates its queries and keys ([`Positions::Rotary`]).
+    pub fn rotates(&self) -> bool {
+        self.kind == Positions::Rotary
+    }
+
+    /// Rotates every head's block of columns (`d_head` wide) of every row by the row's
+    /// position in its sequence (`row % len`); `inverse` rotates back, which is also the
+    /// backward pass. Identity unless the scheme is [`Positions::Rotary`].
+    pub fn rotate_heads(
+        &self,
+        x: &Array2<f64>,
+        len: usize,
+        d_head: usize,
+        inverse: bool,
+    ) -> Array2<f64> {
+        if !self.rotates() {
+            return x.clone();
+        }
+        let sign = if inverse { -1.0 } else { 1.0 };
+        let mut y = x.clone();
+        for h in 0..x.ncols() / d_head {
+            let cols = s![.., h * d_head..(h + 1) * d_head];
+            let block = x.slice(cols).to_owned();
+            let pos = (0..x.nrows()).map(|r| sign * (r % len) as f64);
+            y.slice_mut(cols).assign(&rotate(&block, pos));
+        }
+        y
+    }
+
+    /// The bias head `head` adds to its `m x n` self-attention scores (ALiBi or the learned
+    /// relative bias), or `None`.
+    pub fn score_bias(&self, head: usize, m: usize, n: usize) -> Option<Array2<f64>> {
+        match self.kind {
+            Positions::Alibi => Some(alibi_bias(alibi_slopes(self.heads)[head], m, n)),
+            Positions::Relative { clip } => Some(Array2::from_shape_fn((m, n), |(i, j)| {
+                self.table[[head, relative_index(i, j, clip)]]
+            })),
+            _ => None,
+        }
+    }
+
+    /// Backward of [`PositionEncoding::score_bias`]: adds `dL/dscores` of head `head` into
+    /// the relative-bias table of `grads`.
+    pub fn score_bias_backward(
+        &self,
+        head: usize,
+        grad_scores: ArrayView2<'_, f64>,
+        grads: &mut Self,
+    ) {
+        if let Positions::Relative { clip } = self.kind {
+            for ((i, j), g) in grad_scores.indexed_iter() {
+                grads.table[[head, relative_index(i, j, clip)]] += g;
+            }
+        }
     }
 
     /// The scheme.
@@ -71,7 +177,7 @@ impl PositionEncoding {
 
     /// Longest sequence the table covers.
     pub fn max_len(&self) -> usize {
-        self.table.nrows()
+        self.max_len
     }
 
     /// Adds position `p`'s vector to every row that holds position `p` of its sequence
@@ -82,6 +188,9 @@ impl PositionEncoding {
     /// If `len` exceeds the table or does not divide the rows.
     #[track_caller]
     pub fn add_to_embeddings(&self, x: &mut Array2<f64>, len: usize) {
+        if !self.is_additive() {
+            return;
+        }
         assert!(
             len > 0 && len <= self.max_len(),
             "PositionEncoding: length {len} out of range"
@@ -99,7 +208,8 @@ impl PositionEncoding {
     }
 
     /// Backward of [`PositionEncoding::add_to_embeddings`]: the gradient passes through
-    /// unchanged; a learned table also receives it, summed over the sequences.
+    /// unchanged; a learned table also receives it, summed over the sequences. (The relative
+    /// bias gets its gradient in [`PositionEncoding::score_bias_backward`].)
     pub fn backward(&self, grad_x: &Array2<f64>, len: usize, grads: &mut Self) {
         if self.kind == Positions::Learned {
             for b in 0..grad_x.nrows() / len {
@@ -112,21 +222,25 @@ impl PositionEncoding {
 
 impl Params for PositionEncoding {
     fn params(&self) -> Vec<ArrayViewD<'_, f64>> {
-        match self.kind {
-            Positions::Learned => vec![self.table.view().into_dyn()],
-            Positions::Sinusoidal => vec![],
+        if self.is_trained() {
+            vec![self.table.view().into_dyn()]
+        } else {
+            vec![]
         }
     }
     fn params_mut(&mut self) -> Vec<ArrayViewMutD<'_, f64>> {
-        match self.kind {
-            Positions::Learned => vec![self.table.view_mut().into_dyn()],
-            Positions::Sinusoidal => vec![],
+        if self.is_trained() {
+            vec![self.table.view_mut().into_dyn()]
+        } else {
+            vec![]
         }
     }
     fn zeros_like(&self) -> Self {
         Self {
             kind: self.kind,
             table: Array2::zeros(self.table.raw_dim()),
+            heads: self.heads,
+            max_len: self.max_len,
         }
     }
 }
