@@ -21,7 +21,7 @@
 //!    and decoder layers (post-LN or pre-LN), and `count_ops` to measure their cost.
 //! 10. `window`, `linear` - attention at length: a sliding window; linear attention (`elu + 1`).
 //! 11. `train` - a tiny encoder-decoder Transformer with a backward pass through every layer,
-//!    Adam and the reversal task ([`TinyTransformer`], [`Adam`], [`Reversal`]).
+//!     Adam and the reversal task ([`TinyTransformer`], [`Adam`], [`Reversal`]).
 //! 12. `positions` - positions in queries, keys and scores: [`rope`] (RoPE), [`alibi_bias`] (ALiBi).
 //!
 //! The fast paths compute the same formulas, written for speed (numbers in

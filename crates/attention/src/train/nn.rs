@@ -559,9 +559,6 @@ impl AttentionGrad {
             q = pos.rotate_heads(&q, m, dh, false);
             k = pos.rotate_heads(&k, n, dh, false);
         }
-        let biases: Vec<Option<Array2<f64>>> = (0..self.heads)
-            .map(|i| pos.and_then(|p| p.score_bias(i, m, n)))
-            .collect();
         let mut concat = Array2::zeros((batch * m, self.heads * dh));
         let mut weights = Vec::with_capacity(batch * self.heads);
         for b in 0..batch {
@@ -571,8 +568,8 @@ impl AttentionGrad {
                 let kg = k.slice(s![b * n..(b + 1) * n, g * dh..(g + 1) * dh]);
                 let vg = v.slice(s![b * n..(b + 1) * n, g * dh..(g + 1) * dh]);
                 let mut scores = qi.dot(&kg.t()) * scale;
-                if let Some(bias) = &biases[i] {
-                    scores += bias;
+                if let Some(bias) = pos.and_then(|p| p.score_bias(i, m, n)) {
+                    scores += &bias;
                 }
                 let a = match mask {
                     Some(mask) => masked_softmax_rows(&scores, mask)
