@@ -247,7 +247,15 @@ impl Params for PositionEncoding {
 
 #[cfg(test)]
 mod tests {
+    use ndarray::Array2;
+    use rand::SeedableRng;
+    use rand::rngs::StdRng;
+
     use super::*;
+    use crate::init::randn2;
+    use crate::mask::causal_mask;
+    use crate::train::nn::AttentionGrad;
+    use crate::train::nn::tests::{check_input, check_params};
 
     #[test]
     fn sinusoidal_by_hand() {
@@ -255,5 +263,76 @@ mod tests {
         assert_eq!(t.row(0).to_vec(), vec![0.0, 1.0, 0.0, 1.0]);
         assert!((t[[2, 0]] - 2f64.sin()).abs() < 1e-15);
         assert!((t[[2, 3]] - (2.0 / 100.0f64).cos()).abs() < 1e-15);
+    }
+
+    #[test]
+    fn rotate_heads_counts_positions_per_sequence_and_inverts() {
+        let mut rng = StdRng::seed_from_u64(5);
+        let pe = PositionEncoding::with_heads(Positions::Rotary, 8, 8, 2, &mut rng);
+        let x = randn2(2 * 3, 8, &mut rng); // two sequences of length 3, two heads of 4
+        let y = pe.rotate_heads(&x, 3, 4, false);
+        let head1 = x.slice(s![3..6, 4..8]).to_owned();
+        assert_eq!(y.slice(s![3..6, 4..8]), crate::rope(&head1, &[0, 1, 2]));
+        let back = pe.rotate_heads(&y, 3, 4, true);
+        assert!((back - &x).iter().all(|d| d.abs() < 1e-12));
+    }
+
+    #[test]
+    fn score_biases_by_hand() {
+        let mut rng = StdRng::seed_from_u64(6);
+        let alibi = PositionEncoding::with_heads(Positions::Alibi, 8, 8, 2, &mut rng);
+        assert_eq!(alibi.score_bias(1, 2, 2).unwrap()[[0, 1]], -1.0 / 256.0);
+        let mut rel =
+            PositionEncoding::with_heads(Positions::Relative { clip: 1 }, 8, 8, 2, &mut rng);
+        rel.table = ndarray::array![[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]];
+        assert_eq!(
+            rel.score_bias(1, 2, 4).unwrap(),
+            ndarray::array![[5.0, 6.0, 6.0, 6.0], [4.0, 5.0, 6.0, 6.0]]
+        );
+        assert!(
+            PositionEncoding::new(Positions::Rotary, 8, 8, &mut rng)
+                .score_bias(0, 2, 2)
+                .is_none()
+        );
+    }
+
+    /// Central differences through one attention layer with positions: the inputs, the
+    /// projections and (for the relative bias) the table.
+    #[test]
+    fn attention_with_positions_matches_finite_differences() {
+        for kind in [
+            Positions::Rotary,
+            Positions::Alibi,
+            Positions::Relative { clip: 1 },
+        ] {
+            for masked in [false, true] {
+                let mut rng = StdRng::seed_from_u64(7);
+                let attn = AttentionGrad::new(8, 2, 2, &mut rng);
+                let mut pos = PositionEncoding::with_heads(kind, 8, 8, 2, &mut rng);
+                if let Positions::Relative { .. } = kind {
+                    pos.table = randn2(2, 3, &mut rng);
+                }
+                let (batch, n) = (2, 4);
+                let x = randn2(batch * n, 8, &mut rng);
+                let r = randn2(batch * n, 8, &mut rng);
+                let mask = masked.then(|| causal_mask(n));
+                let loss = |a: &AttentionGrad, p: &PositionEncoding, x: &Array2<f64>| {
+                    let y = a
+                        .forward_with_positions(x, x, batch, mask.as_ref(), Some(p))
+                        .0;
+                    (&y * &r).sum()
+                };
+                let (_, cache) =
+                    attn.forward_with_positions(&x, &x, batch, mask.as_ref(), Some(&pos));
+                let (mut g, mut gp) = (attn.zeros_like(), pos.zeros_like());
+                let (gq, gkv) =
+                    attn.backward_with_positions(&cache, &r, &mut g, Some((&pos, &mut gp)));
+                check_params(&attn, &g, |a| loss(a, &pos, &x));
+                check_input(&x, &(gq + gkv), |x| loss(&attn, &pos, x));
+                if let Positions::Relative { .. } = kind {
+                    check_params(&pos, &gp, |p| loss(&attn, p, &x));
+                }
+            }
+        }
     }
 }
