@@ -84,7 +84,8 @@ impl PositionEncoding {
     }
 
     /// The positions of a model whose attention layers have `heads` query heads (ALiBi's
-    /// slopes and the relative bias are per head).
+    /// slopes and the relative bias are per head). [`TinyTransformer`](crate::TinyTransformer)
+    /// builds its positions this way from its [`ModelConfig`](crate::ModelConfig).
     pub fn with_heads<R: Rng + ?Sized>(
         kind: Positions,
         max_len: usize,
@@ -122,6 +123,20 @@ impl PositionEncoding {
     /// Rotates every head's block of columns (`d_head` wide) of every row by the row's
     /// position in its sequence (`row % len`); `inverse` rotates back, which is also the
     /// backward pass. Identity unless the scheme is [`Positions::Rotary`].
+    ///
+    /// ```
+    /// use attention::{PositionEncoding, Positions, rope};
+    /// use rand::{SeedableRng, rngs::StdRng};
+    ///
+    /// let pe = PositionEncoding::new(Positions::Rotary, 4, 4, &mut StdRng::seed_from_u64(0));
+    /// let q = ndarray::Array2::ones((2, 4)); // one sequence of length 2, one head of width 4
+    /// assert_eq!(pe.rotate_heads(&q, 2, 4, false), rope(&q, &[0, 1]));
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// If `len` or `d_head` is 0, or `d_head` is odd while the scheme is rotary.
+    #[track_caller]
     pub fn rotate_heads(
         &self,
         x: &Array2<f64>,
@@ -145,6 +160,20 @@ impl PositionEncoding {
 
     /// The bias head `head` adds to its `m x n` self-attention scores (ALiBi or the learned
     /// relative bias), or `None`.
+    ///
+    /// ```
+    /// use attention::{PositionEncoding, Positions};
+    /// use rand::{SeedableRng, rngs::StdRng};
+    ///
+    /// let pe = PositionEncoding::with_heads(Positions::Alibi, 8, 8, 2, &mut StdRng::seed_from_u64(0));
+    /// let bias = pe.score_bias(0, 2, 3).unwrap(); // head 0 of 2: slope 2^-4
+    /// assert_eq!(bias.row(0).to_vec(), vec![0.0, -0.0625, -0.125]);
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// If `head` is not below the head count the encoding was made for.
+    #[track_caller]
     pub fn score_bias(&self, head: usize, m: usize, n: usize) -> Option<Array2<f64>> {
         match self.kind {
             Positions::Alibi => Some(alibi_bias(alibi_slopes(self.heads)[head], m, n)),
@@ -156,7 +185,12 @@ impl PositionEncoding {
     }
 
     /// Backward of [`PositionEncoding::score_bias`]: adds `dL/dscores` of head `head` into
-    /// the relative-bias table of `grads`.
+    /// the relative-bias table of `grads` (nothing for the fixed schemes).
+    ///
+    /// # Panics
+    ///
+    /// As [`PositionEncoding::score_bias`].
+    #[track_caller]
     pub fn score_bias_backward(
         &self,
         head: usize,
