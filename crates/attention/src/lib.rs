@@ -23,6 +23,7 @@
 //! 11. `train` - a tiny encoder-decoder Transformer with a backward pass through every layer,
 //!     Adam and the reversal task ([`TinyTransformer`], [`Adam`], [`Reversal`]).
 //! 12. `kv_cache` - decoding token by token: [`KvCache`], [`cached_attention_step`] (MHA/GQA/MQA).
+//! 13. `positions` - positions in queries, keys and scores: [`rope`] (RoPE), [`alibi_bias`] (ALiBi).
 //!
 //! The fast paths compute the same formulas, written for speed (numbers in
 //! `docs/performance.md`):
@@ -66,6 +67,7 @@ mod loss;
 mod mask;
 mod metrics;
 mod multihead;
+mod positions;
 mod scores;
 mod simd;
 mod softmax;
@@ -99,6 +101,9 @@ pub use loss::{cross_entropy, softmax_cross_entropy_grad};
 pub use mask::{causal_mask, combine_masks, padding_mask};
 pub use metrics::{argmax, entropy, kl_divergence};
 pub use multihead::{MultiHead, MultiHeadOutput, concat_heads, split_heads};
+pub use positions::{
+    ROPE_BASE, alibi_bias, alibi_slopes, relative_index, rope, rope_inverse, try_rope,
+};
 pub use scores::{Concat, dot_scores, general_scores, scaled_dot_scores};
 pub use simd::{PORTABLE_ENV, kernel_level};
 pub use softmax::{

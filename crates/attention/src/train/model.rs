@@ -153,11 +153,16 @@ impl TinyTransformer {
                 "vocab, max_len and d_ff must be positive".into(),
             ));
         }
+        if positions == Positions::Rotary && heads > 0 && (d / heads) % 2 == 1 {
+            return Err(AttentionError::InvalidConfig(
+                "rotary positions need an even head width".into(),
+            ));
+        }
         let attn = |rng: &mut R| AttentionGrad::try_new(d, heads, kv_heads, rng);
         Ok(Self {
             config,
             embed: Embedding::new(vocab + 1, d, rng),
-            positions: PositionEncoding::new(positions, max_len, d, rng),
+            positions: PositionEncoding::with_heads(positions, max_len, d, heads, rng),
             enc_attn: attn(rng)?,
             enc_ln1: LayerNormGrad::new(d),
             enc_ff: FeedForwardGrad::new(d, d_ff, rng),
@@ -191,7 +196,9 @@ impl TinyTransformer {
     fn encode_batch(&self, ids: Vec<usize>, len: usize) -> (Array2<f64>, EncoderCache) {
         let batch = ids.len() / len;
         let x = self.embed_with_positions(&ids, len);
-        let (a, attn) = self.enc_attn.forward(&x, &x, batch, None);
+        let (a, attn) =
+            self.enc_attn
+                .forward_with_positions(&x, &x, batch, None, Some(&self.positions));
         let (h1, ln1) = self.enc_ln1.forward(&(x + a));
         let (f, ff) = self.enc_ff.forward(&h1);
         let (memory, ln2) = self.enc_ln2.forward(&(h1 + f));
@@ -216,9 +223,13 @@ impl TinyTransformer {
     ) -> (Array2<f64>, DecoderCache) {
         let batch = ids.len() / len;
         let y = self.embed_with_positions(&ids, len);
-        let (a, attn) = self
-            .dec_attn
-            .forward(&y, &y, batch, Some(&causal_mask(len)));
+        let (a, attn) = self.dec_attn.forward_with_positions(
+            &y,
+            &y,
+            batch,
+            Some(&causal_mask(len)),
+            Some(&self.positions),
+        );
         let (h1, ln1) = self.dec_ln1.forward(&(y + a));
         let (c, cross) = self.cross_attn.forward(&h1, memory, batch, None);
         let (h2, ln2) = self.dec_ln2.forward(&(h1 + c));
@@ -299,7 +310,12 @@ impl TinyTransformer {
             .backward(&dec.cross, &g_s2, &mut g.cross_attn);
         let g_h1 = g_q + &g_s2;
         let g_s1 = self.dec_ln1.backward(&dec.ln1, &g_h1, &mut g.dec_ln1);
-        let (g_q, g_kv) = self.dec_attn.backward(&dec.attn, &g_s1, &mut g.dec_attn);
+        let (g_q, g_kv) = self.dec_attn.backward_with_positions(
+            &dec.attn,
+            &g_s1,
+            &mut g.dec_attn,
+            Some((&self.positions, &mut g.positions)),
+        );
         let g_y = g_q + g_kv + &g_s1;
         self.positions.backward(&g_y, dec.len, &mut g.positions);
         self.embed.backward(&dec.ids, &g_y, &mut g.embed);
@@ -307,7 +323,12 @@ impl TinyTransformer {
         let g_s2 = self.enc_ln2.backward(&enc.ln2, &g_memory, &mut g.enc_ln2);
         let g_h1 = self.enc_ff.backward(&enc.ff, &g_s2, &mut g.enc_ff) + &g_s2;
         let g_s1 = self.enc_ln1.backward(&enc.ln1, &g_h1, &mut g.enc_ln1);
-        let (g_q, g_kv) = self.enc_attn.backward(&enc.attn, &g_s1, &mut g.enc_attn);
+        let (g_q, g_kv) = self.enc_attn.backward_with_positions(
+            &enc.attn,
+            &g_s1,
+            &mut g.enc_attn,
+            Some((&self.positions, &mut g.positions)),
+        );
         let g_x = g_q + g_kv + &g_s1;
         self.positions.backward(&g_x, enc.len, &mut g.positions);
         self.embed.backward(&enc.ids, &g_x, &mut g.embed);
@@ -568,7 +589,16 @@ mod tests {
     fn whole_model_gradient_matches_finite_differences() {
         let src = vec![vec![0, 1, 3], vec![2, 2, 1]];
         let tgt = vec![vec![3, 1, 0], vec![1, 2, 2]];
-        for (positions, kv_heads) in [(Positions::Learned, 2), (Positions::Sinusoidal, 1)] {
+        for (positions, kv_heads) in [
+            (Positions::Learned, 2),
+            (Positions::Sinusoidal, 1),
+            (Positions::NoPositions, 2),
+            (Positions::Rotary, 2),
+            (Positions::Rotary, 1),
+            (Positions::Alibi, 2),
+            (Positions::Relative { clip: 1 }, 2),
+            (Positions::Relative { clip: 3 }, 1),
+        ] {
             let model = tiny(positions, kv_heads);
             let (loss, grads) = model.loss_and_grads(&src, &tgt);
             assert!((loss - model.loss(&src, &tgt)).abs() < 1e-15);

@@ -16,6 +16,8 @@ use crate::grad::softmax_backward;
 use crate::init::xavier_uniform;
 use crate::softmax::{log_softmax, masked_softmax_rows, softmax_rows};
 
+use super::positions::PositionEncoding;
+
 /// Anything with trainable parameters. The gradient of a `P` is stored in another `P`
 /// ([`Params::zeros_like`]), so an optimiser walks [`Params::params_mut`] of the model and
 /// [`Params::params`] of the gradient side by side.
@@ -521,6 +523,25 @@ impl AttentionGrad {
         batch: usize,
         mask: Option<&Array2<bool>>,
     ) -> (Array2<f64>, AttentionCache) {
+        self.forward_with_positions(xq, xkv, batch, mask, None)
+    }
+
+    /// [`AttentionGrad::forward`] with the positions of self-attention: `pos` rotates the
+    /// projected queries and keys (RoPE) or adds its bias to every head's scores (ALiBi,
+    /// relative), with positions counted from 0 in each sequence.
+    ///
+    /// # Panics
+    ///
+    /// As [`AttentionGrad::forward`].
+    #[track_caller]
+    pub fn forward_with_positions(
+        &self,
+        xq: &Array2<f64>,
+        xkv: &Array2<f64>,
+        batch: usize,
+        mask: Option<&Array2<bool>>,
+        pos: Option<&PositionEncoding>,
+    ) -> (Array2<f64>, AttentionCache) {
         assert!(
             batch > 0 && xq.nrows().is_multiple_of(batch) && xkv.nrows().is_multiple_of(batch),
             "AttentionGrad::forward: rows are not a multiple of the batch"
@@ -531,9 +552,13 @@ impl AttentionGrad {
         }
         let dh = self.d_head();
         let scale = 1.0 / (dh as f64).sqrt();
-        let q = self.w_q.forward(xq);
-        let k = self.w_k.forward(xkv);
+        let mut q = self.w_q.forward(xq);
+        let mut k = self.w_k.forward(xkv);
         let v = self.w_v.forward(xkv);
+        if let Some(pos) = pos {
+            q = pos.rotate_heads(&q, m, dh, false);
+            k = pos.rotate_heads(&k, n, dh, false);
+        }
         let mut concat = Array2::zeros((batch * m, self.heads * dh));
         let mut weights = Vec::with_capacity(batch * self.heads);
         for b in 0..batch {
@@ -542,7 +567,10 @@ impl AttentionGrad {
                 let qi = q.slice(s![b * m..(b + 1) * m, i * dh..(i + 1) * dh]);
                 let kg = k.slice(s![b * n..(b + 1) * n, g * dh..(g + 1) * dh]);
                 let vg = v.slice(s![b * n..(b + 1) * n, g * dh..(g + 1) * dh]);
-                let scores = qi.dot(&kg.t()) * scale;
+                let mut scores = qi.dot(&kg.t()) * scale;
+                if let Some(bias) = pos.and_then(|p| p.score_bias(i, m, n)) {
+                    scores += &bias;
+                }
                 let a = match mask {
                     Some(mask) => masked_softmax_rows(&scores, mask)
                         .unwrap_or_else(|e| panic!("AttentionGrad::forward: {e}")),
@@ -581,6 +609,19 @@ impl AttentionGrad {
         grad_y: &Array2<f64>,
         grads: &mut Self,
     ) -> (Array2<f64>, Array2<f64>) {
+        self.backward_with_positions(cache, grad_y, grads, None)
+    }
+
+    /// Backward of [`AttentionGrad::forward_with_positions`], given the same positions and
+    /// their gradient holder: the queries' and keys' gradients are rotated back (RoPE), and a
+    /// learned relative bias receives the scores' gradient.
+    pub fn backward_with_positions(
+        &self,
+        cache: &AttentionCache,
+        grad_y: &Array2<f64>,
+        grads: &mut Self,
+        mut pos: Option<(&PositionEncoding, &mut PositionEncoding)>,
+    ) -> (Array2<f64>, Array2<f64>) {
         let batch = cache.batch;
         let (m, n) = (cache.xq.nrows() / batch, cache.xkv.nrows() / batch);
         let dh = self.d_head();
@@ -608,11 +649,18 @@ impl AttentionGrad {
                 for (r, mut row) in gs.rows_mut().into_iter().enumerate() {
                     row.assign(&softmax_backward(&a.row(r), &ga.row(r)));
                 }
+                if let Some((p, pg)) = pos.as_mut() {
+                    p.score_bias_backward(i, gs.view(), pg);
+                }
                 gs *= scale;
                 gq.slice_mut(s![rows_q, cols_q]).assign(&gs.dot(&kg));
                 let mut gkg = gk.slice_mut(s![rows_k, cols_k]);
                 gkg += &gs.t().dot(&qi);
             }
+        }
+        if let Some((p, _)) = pos {
+            gq = p.rotate_heads(&gq, m, dh, true);
+            gk = p.rotate_heads(&gk, n, dh, true);
         }
         let gxq = self.w_q.backward(&cache.xq, &gq, &mut grads.w_q);
         let gxkv = self.w_k.backward(&cache.xkv, &gk, &mut grads.w_k)

@@ -1,13 +1,17 @@
 //! Where a token's position enters the model: the one place that knows about positions.
 //!
 //! [`Positions::Sinusoidal`] and [`Positions::Learned`] add a vector per position to the
-//! token embeddings. Schemes that act on queries and keys instead (rotary, ALiBi, relative)
-//! belong here too, as further variants with a hook in the attention scores.
+//! token embeddings. [`Positions::Rotary`], [`Positions::Alibi`] and [`Positions::Relative`]
+//! act in the self-attention layers instead, on the queries and keys or on the scores, through
+//! [`PositionEncoding::rotate_heads`] and [`PositionEncoding::score_bias`];
+//! [`Positions::NoPositions`] gives the model no position at all. Cross-attention never sees
+//! positions (as in T5): its queries and keys belong to different sequences.
 
-use ndarray::{Array2, ArrayViewD, ArrayViewMutD, s};
+use ndarray::{Array2, ArrayView2, ArrayViewD, ArrayViewMutD, s};
 use rand::Rng;
 
 use crate::init::randn2;
+use crate::positions::{alibi_bias, alibi_slopes, relative_index, rotate};
 
 use super::nn::Params;
 
@@ -21,6 +25,21 @@ pub enum Positions {
     /// One trained vector per position (`max_len x d_model`, initialised `N(0, 0.1^2)`),
     /// added to the embeddings.
     Learned,
+    /// No position information: self-attention is then permutation-equivariant.
+    NoPositions,
+    /// Rotary position embedding (Su et al.): every head's queries and keys in self-attention
+    /// are rotated by [`rope`](crate::rope) with the row's position in its sequence.
+    Rotary,
+    /// ALiBi (Press et al.): head `i` of a self-attention layer adds
+    /// [`alibi_bias`](crate::alibi_bias)`(slopes[i], ..)` to its scores, `-slope * |i - j|`.
+    Alibi,
+    /// A learned scalar bias per head and clipped offset `j - i` in `-clip..=clip`, added to
+    /// the self-attention scores (T5's bias with one bucket per offset, clipped as in Shaw
+    /// et al.); initialised to zero, shared by the encoder's and the decoder's self-attention.
+    Relative {
+        /// Offsets beyond `±clip` share the entry of `±clip`.
+        clip: usize,
+    },
 }
 
 /// The position table of a model and the scheme it implements.
@@ -37,8 +56,11 @@ pub enum Positions {
 #[derive(Debug, Clone, PartialEq)]
 pub struct PositionEncoding {
     kind: Positions,
-    /// `max_len x d_model`; trained only for [`Positions::Learned`].
+    /// `max_len x d_model` for the additive schemes, `heads x (2 clip + 1)` for
+    /// [`Positions::Relative`], empty otherwise; trained for `Learned` and `Relative`.
     table: Array2<f64>,
+    heads: usize,
+    max_len: usize,
 }
 
 /// The sinusoidal table, `max_len x d`.
@@ -50,18 +72,136 @@ pub fn sinusoidal_positions(max_len: usize, d: usize) -> Array2<f64> {
 }
 
 impl PositionEncoding {
-    /// The table for sequences up to `max_len` positions of width `d_model`.
+    /// The table for sequences up to `max_len` positions of width `d_model`, for attention
+    /// layers of one head (see [`PositionEncoding::with_heads`]).
     pub fn new<R: Rng + ?Sized>(
         kind: Positions,
         max_len: usize,
         d_model: usize,
         rng: &mut R,
     ) -> Self {
+        Self::with_heads(kind, max_len, d_model, 1, rng)
+    }
+
+    /// The positions of a model whose attention layers have `heads` query heads (ALiBi's
+    /// slopes and the relative bias are per head). [`TinyTransformer`](crate::TinyTransformer)
+    /// builds its positions this way from its [`ModelConfig`](crate::ModelConfig).
+    pub fn with_heads<R: Rng + ?Sized>(
+        kind: Positions,
+        max_len: usize,
+        d_model: usize,
+        heads: usize,
+        rng: &mut R,
+    ) -> Self {
         let table = match kind {
             Positions::Sinusoidal => sinusoidal_positions(max_len, d_model),
             Positions::Learned => randn2(max_len, d_model, rng) * 0.1,
+            Positions::Relative { clip } => Array2::zeros((heads, 2 * clip + 1)),
+            Positions::NoPositions | Positions::Rotary | Positions::Alibi => Array2::zeros((0, 0)),
         };
-        Self { kind, table }
+        Self {
+            kind,
+            table,
+            heads,
+            max_len,
+        }
+    }
+
+    fn is_additive(&self) -> bool {
+        matches!(self.kind, Positions::Sinusoidal | Positions::Learned)
+    }
+
+    fn is_trained(&self) -> bool {
+        matches!(self.kind, Positions::Learned | Positions::Relative { .. })
+    }
+
+    /// Whether self-attention rotates its queries and keys ([`Positions::Rotary`]).
+    pub fn rotates(&self) -> bool {
+        self.kind == Positions::Rotary
+    }
+
+    /// Rotates every head's block of columns (`d_head` wide) of every row by the row's
+    /// position in its sequence (`row % len`); `inverse` rotates back, which is also the
+    /// backward pass. Identity unless the scheme is [`Positions::Rotary`].
+    ///
+    /// ```
+    /// use attention::{PositionEncoding, Positions, rope};
+    /// use rand::{SeedableRng, rngs::StdRng};
+    ///
+    /// let pe = PositionEncoding::new(Positions::Rotary, 4, 4, &mut StdRng::seed_from_u64(0));
+    /// let q = ndarray::Array2::ones((2, 4)); // one sequence of length 2, one head of width 4
+    /// assert_eq!(pe.rotate_heads(&q, 2, 4, false), rope(&q, &[0, 1]));
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// If `len` or `d_head` is 0, or `d_head` is odd while the scheme is rotary.
+    #[track_caller]
+    pub fn rotate_heads(
+        &self,
+        x: &Array2<f64>,
+        len: usize,
+        d_head: usize,
+        inverse: bool,
+    ) -> Array2<f64> {
+        if !self.rotates() {
+            return x.clone();
+        }
+        let sign = if inverse { -1.0 } else { 1.0 };
+        let mut y = x.clone();
+        for h in 0..x.ncols() / d_head {
+            let cols = s![.., h * d_head..(h + 1) * d_head];
+            let block = x.slice(cols).to_owned();
+            let pos = (0..x.nrows()).map(|r| sign * (r % len) as f64);
+            y.slice_mut(cols).assign(&rotate(&block, pos));
+        }
+        y
+    }
+
+    /// The bias head `head` adds to its `m x n` self-attention scores (ALiBi or the learned
+    /// relative bias), or `None`.
+    ///
+    /// ```
+    /// use attention::{PositionEncoding, Positions};
+    /// use rand::{SeedableRng, rngs::StdRng};
+    ///
+    /// let pe = PositionEncoding::with_heads(Positions::Alibi, 8, 8, 2, &mut StdRng::seed_from_u64(0));
+    /// let bias = pe.score_bias(0, 2, 3).unwrap(); // head 0 of 2: slope 2^-4
+    /// assert_eq!(bias.row(0).to_vec(), vec![0.0, -0.0625, -0.125]);
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// If `head` is not below the head count the encoding was made for.
+    #[track_caller]
+    pub fn score_bias(&self, head: usize, m: usize, n: usize) -> Option<Array2<f64>> {
+        match self.kind {
+            Positions::Alibi => Some(alibi_bias(alibi_slopes(self.heads)[head], m, n)),
+            Positions::Relative { clip } => Some(Array2::from_shape_fn((m, n), |(i, j)| {
+                self.table[[head, relative_index(i, j, clip)]]
+            })),
+            _ => None,
+        }
+    }
+
+    /// Backward of [`PositionEncoding::score_bias`]: adds `dL/dscores` of head `head` into
+    /// the relative-bias table of `grads` (nothing for the fixed schemes).
+    ///
+    /// # Panics
+    ///
+    /// As [`PositionEncoding::score_bias`].
+    #[track_caller]
+    pub fn score_bias_backward(
+        &self,
+        head: usize,
+        grad_scores: ArrayView2<'_, f64>,
+        grads: &mut Self,
+    ) {
+        if let Positions::Relative { clip } = self.kind {
+            for ((i, j), g) in grad_scores.indexed_iter() {
+                grads.table[[head, relative_index(i, j, clip)]] += g;
+            }
+        }
     }
 
     /// The scheme.
@@ -71,7 +211,7 @@ impl PositionEncoding {
 
     /// Longest sequence the table covers.
     pub fn max_len(&self) -> usize {
-        self.table.nrows()
+        self.max_len
     }
 
     /// Adds position `p`'s vector to every row that holds position `p` of its sequence
@@ -82,6 +222,9 @@ impl PositionEncoding {
     /// If `len` exceeds the table or does not divide the rows.
     #[track_caller]
     pub fn add_to_embeddings(&self, x: &mut Array2<f64>, len: usize) {
+        if !self.is_additive() {
+            return;
+        }
         assert!(
             len > 0 && len <= self.max_len(),
             "PositionEncoding: length {len} out of range"
@@ -99,7 +242,8 @@ impl PositionEncoding {
     }
 
     /// Backward of [`PositionEncoding::add_to_embeddings`]: the gradient passes through
-    /// unchanged; a learned table also receives it, summed over the sequences.
+    /// unchanged; a learned table also receives it, summed over the sequences. (The relative
+    /// bias gets its gradient in [`PositionEncoding::score_bias_backward`].)
     pub fn backward(&self, grad_x: &Array2<f64>, len: usize, grads: &mut Self) {
         if self.kind == Positions::Learned {
             for b in 0..grad_x.nrows() / len {
@@ -112,28 +256,40 @@ impl PositionEncoding {
 
 impl Params for PositionEncoding {
     fn params(&self) -> Vec<ArrayViewD<'_, f64>> {
-        match self.kind {
-            Positions::Learned => vec![self.table.view().into_dyn()],
-            Positions::Sinusoidal => vec![],
+        if self.is_trained() {
+            vec![self.table.view().into_dyn()]
+        } else {
+            vec![]
         }
     }
     fn params_mut(&mut self) -> Vec<ArrayViewMutD<'_, f64>> {
-        match self.kind {
-            Positions::Learned => vec![self.table.view_mut().into_dyn()],
-            Positions::Sinusoidal => vec![],
+        if self.is_trained() {
+            vec![self.table.view_mut().into_dyn()]
+        } else {
+            vec![]
         }
     }
     fn zeros_like(&self) -> Self {
         Self {
             kind: self.kind,
             table: Array2::zeros(self.table.raw_dim()),
+            heads: self.heads,
+            max_len: self.max_len,
         }
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use ndarray::Array2;
+    use rand::SeedableRng;
+    use rand::rngs::StdRng;
+
     use super::*;
+    use crate::init::randn2;
+    use crate::mask::causal_mask;
+    use crate::train::nn::AttentionGrad;
+    use crate::train::nn::tests::{check_input, check_params};
 
     #[test]
     fn sinusoidal_by_hand() {
@@ -141,5 +297,76 @@ mod tests {
         assert_eq!(t.row(0).to_vec(), vec![0.0, 1.0, 0.0, 1.0]);
         assert!((t[[2, 0]] - 2f64.sin()).abs() < 1e-15);
         assert!((t[[2, 3]] - (2.0 / 100.0f64).cos()).abs() < 1e-15);
+    }
+
+    #[test]
+    fn rotate_heads_counts_positions_per_sequence_and_inverts() {
+        let mut rng = StdRng::seed_from_u64(5);
+        let pe = PositionEncoding::with_heads(Positions::Rotary, 8, 8, 2, &mut rng);
+        let x = randn2(2 * 3, 8, &mut rng); // two sequences of length 3, two heads of 4
+        let y = pe.rotate_heads(&x, 3, 4, false);
+        let head1 = x.slice(s![3..6, 4..8]).to_owned();
+        assert_eq!(y.slice(s![3..6, 4..8]), crate::rope(&head1, &[0, 1, 2]));
+        let back = pe.rotate_heads(&y, 3, 4, true);
+        assert!((back - &x).iter().all(|d| d.abs() < 1e-12));
+    }
+
+    #[test]
+    fn score_biases_by_hand() {
+        let mut rng = StdRng::seed_from_u64(6);
+        let alibi = PositionEncoding::with_heads(Positions::Alibi, 8, 8, 2, &mut rng);
+        assert_eq!(alibi.score_bias(1, 2, 2).unwrap()[[0, 1]], -1.0 / 256.0);
+        let mut rel =
+            PositionEncoding::with_heads(Positions::Relative { clip: 1 }, 8, 8, 2, &mut rng);
+        rel.table = ndarray::array![[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]];
+        assert_eq!(
+            rel.score_bias(1, 2, 4).unwrap(),
+            ndarray::array![[5.0, 6.0, 6.0, 6.0], [4.0, 5.0, 6.0, 6.0]]
+        );
+        assert!(
+            PositionEncoding::new(Positions::Rotary, 8, 8, &mut rng)
+                .score_bias(0, 2, 2)
+                .is_none()
+        );
+    }
+
+    /// Central differences through one attention layer with positions: the inputs, the
+    /// projections and (for the relative bias) the table.
+    #[test]
+    fn attention_with_positions_matches_finite_differences() {
+        for kind in [
+            Positions::Rotary,
+            Positions::Alibi,
+            Positions::Relative { clip: 1 },
+        ] {
+            for masked in [false, true] {
+                let mut rng = StdRng::seed_from_u64(7);
+                let attn = AttentionGrad::new(8, 2, 2, &mut rng);
+                let mut pos = PositionEncoding::with_heads(kind, 8, 8, 2, &mut rng);
+                if let Positions::Relative { .. } = kind {
+                    pos.table = randn2(2, 3, &mut rng);
+                }
+                let (batch, n) = (2, 4);
+                let x = randn2(batch * n, 8, &mut rng);
+                let r = randn2(batch * n, 8, &mut rng);
+                let mask = masked.then(|| causal_mask(n));
+                let loss = |a: &AttentionGrad, p: &PositionEncoding, x: &Array2<f64>| {
+                    let y = a
+                        .forward_with_positions(x, x, batch, mask.as_ref(), Some(p))
+                        .0;
+                    (&y * &r).sum()
+                };
+                let (_, cache) =
+                    attn.forward_with_positions(&x, &x, batch, mask.as_ref(), Some(&pos));
+                let (mut g, mut gp) = (attn.zeros_like(), pos.zeros_like());
+                let (gq, gkv) =
+                    attn.backward_with_positions(&cache, &r, &mut g, Some((&pos, &mut gp)));
+                check_params(&attn, &g, |a| loss(a, &pos, &x));
+                check_input(&x, &(gq + gkv), |x| loss(&attn, &pos, x));
+                if let Positions::Relative { .. } = kind {
+                    check_params(&pos, &gp, |p| loss(&attn, p, &x));
+                }
+            }
+        }
     }
 }
