@@ -373,6 +373,11 @@ impl TinyTransformer {
     /// memory once. Each step runs the decoder on the newest position only; the result is
     /// that of [`TinyTransformer::greedy_decode_uncached`], up to rounding.
     ///
+    /// The cached step knows positions added to the embeddings (sinusoidal, learned, none).
+    /// Schemes that act inside attention (rotary, ALiBi, relative) need the query's and the
+    /// keys' positions in every score, which the cached step does not pass on, so those models
+    /// decode through [`TinyTransformer::greedy_decode_uncached`].
+    ///
     /// # Panics
     ///
     /// If `src` is empty, `len == 0`, either exceeds `max_len`, or a symbol is out of range.
@@ -382,6 +387,12 @@ impl TinyTransformer {
             len > 0 && len <= self.config.max_len,
             "TinyTransformer::greedy_decode: len must be in 1..=max_len"
         );
+        if !matches!(
+            self.config.positions,
+            Positions::Sinusoidal | Positions::Learned | Positions::NoPositions
+        ) {
+            return self.greedy_decode_uncached(src, len);
+        }
         let memory = self.encode(src);
         let n = memory.nrows();
         let mut cache = KvCache::new(2, self.config.kv_heads, self.cross_attn.d_head());
@@ -640,7 +651,14 @@ mod tests {
     #[test]
     fn cached_greedy_decoding_equals_recomputing_the_prefix() {
         for kv_heads in [2, 1] {
-            for positions in [Positions::Sinusoidal, Positions::Learned] {
+            for positions in [
+                Positions::Sinusoidal,
+                Positions::Learned,
+                Positions::NoPositions,
+                Positions::Rotary,
+                Positions::Alibi,
+                Positions::Relative { clip: 2 },
+            ] {
                 let model = tiny(positions, kv_heads);
                 for src in [vec![0, 3, 1], vec![2, 1, 1, 0]] {
                     let cached = model.greedy_decode(&src, 4);
