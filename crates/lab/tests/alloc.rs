@@ -9,7 +9,8 @@ use lab::{live_bytes, peak_alloc};
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 const MIB: usize = 1 << 20;
-/// What the test harness itself may allocate while a probe runs.
+/// What the test harness itself may allocate, or free, in its other threads while a probe
+/// runs: the probe counts every thread, so a peak can read a little above or below the size.
 const SLACK: usize = 64 << 10;
 
 #[test]
@@ -20,9 +21,9 @@ fn an_allocation_of_known_size_is_seen() {
         drop(v);
     });
     // Freed before the end, still counted at its peak.
-    assert!((MIB..MIB + SLACK).contains(&peak), "{peak}");
+    assert!((MIB - SLACK..MIB + SLACK).contains(&peak), "{peak}");
     let (v, peak) = peak_alloc(|| black_box(vec![0u8; 3 * MIB]));
-    assert!((3 * MIB..3 * MIB + SLACK).contains(&peak), "{peak}");
+    assert!((3 * MIB - SLACK..3 * MIB + SLACK).contains(&peak), "{peak}");
     assert_eq!(v.len(), 3 * MIB);
 }
 
@@ -34,7 +35,7 @@ fn sequential_allocations_count_at_their_largest() {
             drop(black_box(vec![0u8; size]));
         }
     });
-    assert!((2 * MIB..2 * MIB + SLACK).contains(&peak), "{peak}");
+    assert!((2 * MIB - SLACK..2 * MIB + SLACK).contains(&peak), "{peak}");
 }
 
 #[test]
@@ -46,15 +47,15 @@ fn probes_nest() {
         drop(held);
         inner
     });
-    assert!((MIB..MIB + SLACK).contains(&inner), "inner {inner}");
+    assert!((MIB - SLACK..MIB + SLACK).contains(&inner), "inner {inner}");
     // The outer probe saw the 2 MiB it held plus the inner 1 MiB on top of it.
-    assert!((3 * MIB..3 * MIB + SLACK).contains(&outer), "outer {outer}");
+    assert!((3 * MIB - SLACK..3 * MIB + SLACK).contains(&outer), "outer {outer}");
     // A peak before an inner probe survives it.
     let ((), outer) = peak_alloc(|| {
         drop(black_box(vec![0u8; 2 * MIB]));
         let ((), _) = peak_alloc(|| drop(black_box(vec![0u8; 16])));
     });
-    assert!((2 * MIB..2 * MIB + SLACK).contains(&outer), "outer {outer}");
+    assert!((2 * MIB - SLACK..2 * MIB + SLACK).contains(&outer), "outer {outer}");
 }
 
 #[test]
@@ -65,7 +66,7 @@ fn other_threads_are_counted() {
             s.spawn(|| drop(black_box(vec![0u8; MIB])));
         });
     });
-    assert!(peak >= MIB, "{peak}");
+    assert!(peak >= MIB - SLACK, "{peak}");
 }
 
 #[test]
