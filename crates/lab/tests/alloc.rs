@@ -49,13 +49,19 @@ fn probes_nest() {
     });
     assert!((MIB - SLACK..MIB + SLACK).contains(&inner), "inner {inner}");
     // The outer probe saw the 2 MiB it held plus the inner 1 MiB on top of it.
-    assert!((3 * MIB - SLACK..3 * MIB + SLACK).contains(&outer), "outer {outer}");
+    assert!(
+        (3 * MIB - SLACK..3 * MIB + SLACK).contains(&outer),
+        "outer {outer}"
+    );
     // A peak before an inner probe survives it.
     let ((), outer) = peak_alloc(|| {
         drop(black_box(vec![0u8; 2 * MIB]));
         let ((), _) = peak_alloc(|| drop(black_box(vec![0u8; 16])));
     });
-    assert!((2 * MIB - SLACK..2 * MIB + SLACK).contains(&outer), "outer {outer}");
+    assert!(
+        (2 * MIB - SLACK..2 * MIB + SLACK).contains(&outer),
+        "outer {outer}"
+    );
 }
 
 #[test]
