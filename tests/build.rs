@@ -709,3 +709,20 @@ fn drafts_no_output_and_root_relative_links() {
     );
     assert!(site.path("public/tags/draft-only-tag/index.html").exists());
 }
+
+#[test]
+fn a_table_in_the_intro_scrolls_in_its_own_box() {
+    let site = Site::fixture("basic");
+    let config = site.read("site.toml");
+    site.write(
+        "site.toml",
+        &format!("{config}intro = \"\"\"\n| 篇 | 问题 |\n|---|---|\n| 1 | 为什么 |\n\"\"\"\n"),
+    );
+    assert_eq!(site.run(&["build"]).code, 0);
+    let index = site.read("public/index.html");
+    assert!(
+        index.contains("<div class=\"table-wrap\"><table>"),
+        "{index}"
+    );
+    assert_eq!(index.matches("<div class=\"table-wrap\">").count(), 1);
+}

@@ -111,20 +111,28 @@ pub(super) fn render_site(
 /// The index introduction: `intro` of site.toml as Markdown (math rendered too).
 fn intro_html(series: &Series) -> String {
     let renderer = MathRenderer::new(&series.config.katex.macros);
-    let events = markdown::new_parser(&series.config.intro).map(|(event, _)| match event {
-        pulldown_cmark::Event::InlineMath(tex) => pulldown_cmark::Event::InlineHtml(
+    use pulldown_cmark::{Event, Tag, TagEnd};
+    let events = markdown::new_parser(&series.config.intro).flat_map(|(event, _)| match event {
+        Event::InlineMath(tex) => vec![Event::InlineHtml(
             renderer
                 .render(&tex, false)
                 .unwrap_or_else(|_| html::escape(&tex))
                 .into(),
-        ),
-        pulldown_cmark::Event::DisplayMath(tex) => pulldown_cmark::Event::Html(
+        )],
+        Event::DisplayMath(tex) => vec![Event::Html(
             renderer
                 .render(&tex, true)
                 .unwrap_or_else(|_| html::escape(&tex))
                 .into(),
-        ),
-        other => other,
+        )],
+        // A table scrolls sideways in its own box on a narrow screen, as in the chapters,
+        // instead of widening the page.
+        Event::Start(Tag::Table(alignment)) => vec![
+            Event::Html(r#"<div class="table-wrap">"#.into()),
+            Event::Start(Tag::Table(alignment)),
+        ],
+        Event::End(TagEnd::Table) => vec![Event::End(TagEnd::Table), Event::Html("</div>".into())],
+        other => vec![other],
     });
     let mut out = String::new();
     pulldown_cmark::html::push_html(&mut out, events);

@@ -440,7 +440,10 @@ async function discover(siteDir) {
     const f = path.join(siteDir, ent.name, "index.html");
     if (!fs.existsSync(f)) continue;
     const html = await fsp.readFile(f, "utf8");
-    if (/<article class="chapter"/.test(html)) chapters.push(ent.name);
+    // Appendix pages (the glossary) are not chapters: no experiments, math or feed entry.
+    if (/<article class="chapter"/.test(html) && !/class="chapter-number">附录</.test(html)) {
+      chapters.push(ent.name);
+    }
   }
   chapters.sort();
   return chapters;
@@ -1376,7 +1379,8 @@ async function main() {
         const r = await page.evaluate(() => ({
           breaks: [...document.querySelectorAll("article.print-chapter")].map((a) => getComputedStyle(a).breakBefore),
           closed: document.querySelectorAll("details:not([open])").length,
-          hiddenCode: [...document.querySelectorAll("main pre")].filter((p) => p.getBoundingClientRect().height === 0).length,
+          // A `hide` block's code (div.source-only) is hidden on purpose, on paper too.
+          hiddenCode: [...document.querySelectorAll("main pre")].filter((p) => !p.closest(".source-only") && p.getBoundingClientRect().height === 0).length,
           nav: getComputedStyle(document.querySelector(".site-nav")).display,
           figures: [...document.querySelectorAll("article.print-chapter")].flatMap((a) =>
             [...a.querySelectorAll("figure.lab-figure")]
