@@ -95,6 +95,17 @@ impl Experiment {
         out.trim_end().to_string()
     }
 
+    /// The lines [`Experiment::display_code`] holds (trailing blank lines dropped): the page
+    /// gives each its Markdown line's id, `L{line}`, shown or hidden.
+    pub fn displayed_lines(&self) -> &[CodeLine] {
+        let kept = self
+            .lines
+            .iter()
+            .rposition(|l| !l.code.trim().is_empty())
+            .map_or(0, |last| last + 1);
+        &self.lines[..kept]
+    }
+
     /// The code a reader sees (hidden lines removed).
     pub fn shown_code(&self) -> String {
         let mut out = String::new();

@@ -530,7 +530,7 @@ fn mark_lines(highlighted: &str, exp: &Experiment) -> String {
     let lines = self_contained_lines(highlighted);
     let last = lines.len().saturating_sub(1);
     let mut out = String::with_capacity(highlighted.len() + 40 * lines.len());
-    for (i, (html, line)) in lines.iter().zip(&exp.lines).enumerate() {
+    for (i, (html, line)) in lines.iter().zip(exp.displayed_lines()).enumerate() {
         let newline = if i < last { "\n" } else { "" };
         let id = line_id(line.line);
         let marked = format!("<span class=\"code-line\" id=\"{id}\">{html}{newline}</span>");

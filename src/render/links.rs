@@ -103,6 +103,15 @@ fn anchors(series: &Series) -> BTreeMap<&str, Vec<String>> {
     for chapter in &series.chapters {
         let mut ids: Vec<String> = chapter.doc.headings.iter().map(|h| h.id.clone()).collect();
         ids.extend((1..=chapter.doc.experiments.len()).map(|n| format!("experiment-{n}")));
+        // Every code line of a block has the id of its Markdown line, as quotes link to it.
+        ids.extend(
+            chapter
+                .doc
+                .experiments
+                .iter()
+                .flat_map(|e| e.displayed_lines())
+                .map(|l| super::html::line_id(l.line)),
+        );
         ids.extend(
             chapter
                 .doc
@@ -187,7 +196,8 @@ pub fn check(series: &Series) -> Vec<Diagnostic> {
                 ))
                 .at(at);
                 problems.push(d.with_help(hint.unwrap_or_else(|| {
-                    "anchors are heading ids, `fig-NAME`, `tab-NAME` and `experiment-N`".into()
+                    "anchors are heading ids, `fig-NAME`, `tab-NAME`, `experiment-N` and code lines `LN`"
+                        .into()
                 })));
             }
         }
@@ -311,13 +321,34 @@ mod tests {
                  (link to a chapter file like `02-bahdanau.md`)",
                 "5:14 broken link: no anchor `#methdo` in chapter `b` (did you mean `method`?)",
                 "5:34 broken link: no anchor `#nowhere-at-all` in chapter `a` \
-                 (anchors are heading ids, `fig-NAME`, `tab-NAME` and `experiment-N`)",
+                 (anchors are heading ids, `fig-NAME`, `tab-NAME`, `experiment-N` and code lines `LN`)",
                 "5:55 broken link: no anchor `#experiment-2` in chapter `b` (did you mean `experiment-1`?)",
             ]
         );
     }
 
     /// `#bibliography` exists on a page only when the page cites something.
+    /// Every line of a block's code carries the id of its Markdown line (`L6`), hidden `# `
+    /// lines included; lines outside blocks and the block's trailing blank lines do not.
+    #[test]
+    fn links_to_code_lines_check_out_and_others_do_not() {
+        let dir = tempfile::tempdir().unwrap();
+        // The block is lines 5-10 of the file: fence, three lines of code, a blank line, fence.
+        let block = "```rust,experiment\nlet x = 1;\n# let y = 2;\nlet z = 3;\n\n```\n";
+        let body = "[a](02-b.md#L6) [b](02-b.md#L7) [c](02-b.md#L8) [d](#L9) [e](02-b.md#L4)\n\n\
+                    ```rust,experiment\nlet w = 0;\n```\n";
+        let site = series(&[("01-a.md", body), ("02-b.md", block)], &[], dir.path());
+        assert_eq!(
+            problems(&site),
+            [
+                "5:49 broken link: no anchor `#L9` in chapter `a` (anchors are heading ids, \
+                 `fig-NAME`, `tab-NAME`, `experiment-N` and code lines `LN`)",
+                "5:58 broken link: no anchor `#L4` in chapter `b` (anchors are heading ids, \
+                 `fig-NAME`, `tab-NAME`, `experiment-N` and code lines `LN`)",
+            ]
+        );
+    }
+
     #[test]
     fn the_bibliography_anchor_needs_a_citation() {
         let dir = tempfile::tempdir().unwrap();
@@ -325,7 +356,7 @@ mod tests {
         assert_eq!(
             problems(&site),
             ["5:1 broken link: no anchor `#bibliography` in chapter `a` \
-              (anchors are heading ids, `fig-NAME`, `tab-NAME` and `experiment-N`)"]
+              (anchors are heading ids, `fig-NAME`, `tab-NAME`, `experiment-N` and code lines `LN`)"]
         );
     }
 
