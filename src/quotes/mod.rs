@@ -721,6 +721,75 @@ mod tests {
         assert!(b.title.contains("0.1312") && b.title.contains("0.08"));
     }
 
+    /// Chapter `a` recorded `x` (at line 12) and a matrix element; chapter `b` recorded nothing.
+    fn index() -> ValueIndex {
+        let a = BTreeMap::from([("x".to_string(), 1.5), ("m.0.1".to_string(), 2.0)]);
+        ValueIndex {
+            chapters: BTreeMap::from([("a".to_string(), a), ("b".to_string(), BTreeMap::new())]),
+            lines: BTreeMap::from([("a".to_string(), BTreeMap::from([("x".to_string(), 12)]))]),
+        }
+    }
+
+    /// `(message, help)` of a failed lookup.
+    fn lookup_error(index: &ValueIndex, slug: &str, name: &str) -> (String, String) {
+        let d = index.get(slug, name).unwrap_err();
+        (d.message, d.help.unwrap_or_default())
+    }
+
+    #[test]
+    fn names_are_looked_up_from_the_quoting_chapter_or_across_with_a_slug() {
+        let index = index();
+        assert_eq!(index.get("a", "x").unwrap(), 1.5);
+        assert_eq!(index.get("a", "m.0.1").unwrap(), 2.0);
+        assert_eq!(index.get("b", "a/x").unwrap(), 1.5);
+        assert_eq!(
+            lookup_error(&index, "a", "xx"),
+            ("unknown value `xx`".into(), "did you mean `x`?".into())
+        );
+        assert_eq!(
+            lookup_error(&index, "a", "entropy"),
+            (
+                "unknown value `entropy`".into(),
+                "record it with `lab.value(\"entropy\", x)` in an experiment block".into()
+            )
+        );
+        assert_eq!(
+            lookup_error(&index, "b", "x"),
+            (
+                "unknown value `x`".into(),
+                "chapter `b` records no values; record one with `lab.value(\"x\", x)`".into()
+            )
+        );
+        assert_eq!(
+            lookup_error(&index, "a", "qq/x"),
+            (
+                "unknown chapter `qq` in `qq/x`".into(),
+                "write `slug/name` with the slug of another chapter".into()
+            )
+        );
+    }
+
+    #[test]
+    fn the_index_knows_where_each_value_was_recorded_and_every_chapter_s_values() {
+        let index = index();
+        let at_12 = |local| Source {
+            chapter: "a".into(),
+            line: 12,
+            local,
+        };
+        assert_eq!(index.source("a", "x"), Some(at_12(true)));
+        assert_eq!(index.source("b", "a/x"), Some(at_12(false)));
+        assert_eq!(index.source("a", "m.0.1"), None, "no line reported");
+        assert_eq!(index.source("b", "x"), None);
+        let a = index.chapter("a").unwrap();
+        assert_eq!(
+            a.iter().map(|(k, v)| (k.as_str(), *v)).collect::<Vec<_>>(),
+            [("m.0.1", 2.0), ("x", 1.5)]
+        );
+        assert_eq!(index.chapter("b"), Some(&BTreeMap::new()));
+        assert_eq!(index.chapter("c"), None);
+    }
+
     #[test]
     fn flattening_names_elements() {
         use lab_protocol::Number;
