@@ -9,6 +9,7 @@
 #   scripts/mutants.sh quotes cache    # some modules: quotes | cache | links | masking
 #   SUITE=full scripts/mutants.sh      # the whole test suite per mutant (many hours)
 #   OUT=/tmp/mutants scripts/mutants.sh
+#   ARGS="--re ValueIndex" scripts/mutants.sh quotes   # only some mutants (a rerun of survivors)
 #
 # Needs `cargo install cargo-mutants --locked`. It mutates a snapshot of the committed tree
 # (git archive HEAD) with a copy of target/debug, in $WORK, so that the working tree stays
@@ -61,7 +62,8 @@ run_module() {
     # Exit 2 (mutants missed) and 3 (timeouts) are results; 1 and 4 (bad usage, the tests
     # failing without any mutation) are not.
     mkdir -p "$OUT/$module"
-    (cd "$WORK" && cargo mutants --in-place "${args[@]}" --timeout "$TIMEOUT" \
+    # shellcheck disable=SC2086 # ARGS is a list of words
+    (cd "$WORK" && cargo mutants --in-place "${args[@]}" --timeout "$TIMEOUT" ${ARGS:-} \
         --output "$OUT/$module" "${test_args[@]}") || status=$?
     case $status in 0 | 2 | 3) ;; *) echo "cargo mutants failed ($status)" >&2; exit "$status" ;; esac
     local results=$OUT/$module/mutants.out
