@@ -348,7 +348,8 @@ impl TinyTransformer {
     /// Runs the decoder on `prefix` (starting with [`TinyTransformer::bos`]) against
     /// `memory`: the logits of every position (`prefix.len() x vocab`) and the
     /// cross-attention weights per head (`prefix.len() x n`). One call per generated symbol
-    /// recomputes the whole prefix; a key/value cache would reuse it.
+    /// recomputes the whole prefix; [`TinyTransformer::decode_step`] reuses it through a
+    /// key/value cache.
     ///
     /// # Panics
     ///
