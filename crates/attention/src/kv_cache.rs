@@ -4,6 +4,8 @@
 //! `k_t`, `v_t`; the keys and values of positions `0..t` are the same as at the previous step.
 //! [`KvCache`] keeps them, per layer and per key/value head, so each step appends one row and
 //! attends over the stored rows ([`cached_attention_step`]) instead of recomputing the prefix.
+//! Positions that act on the scores (ALiBi, a relative bias) enter through the hook of
+//! [`cached_attention_step_with_bias`]; rotary positions are applied before appending.
 //! With `kv_heads < heads` (grouped-query attention; multi-query for `kv_heads == 1`) query
 //! head `i` reads key/value head `i / (heads / kv_heads)`, and the cache shrinks by the factor
 //! `heads / kv_heads`. [`kv_cache_bytes_per_token`] counts its memory.
@@ -289,6 +291,69 @@ pub fn try_cached_attention_step<S: Data<Elem = f64>>(
     cache: &KvCache,
     layer: usize,
 ) -> Result<(Array1<f64>, Vec<Array1<f64>>), AttentionError> {
+    try_cached_attention_step_with_bias(q, cache, layer, |_, _| {})
+}
+
+/// [`cached_attention_step`] with a hook on the scores: `score_bias(i, scores)` receives
+/// query head `i`'s scaled scores over the stored positions (`len` entries, oldest first)
+/// and may add to them before the softmax. That is where positions that act on the scores
+/// enter a decoder step (ALiBi, a learned relative bias): the cache does not know the new
+/// query's position, the caller does. Rotary positions need no hook: rotate the query and
+/// the new key before appending it, so the cache holds rotated keys.
+///
+/// ```
+/// use attention::{KvCache, alibi_bias, cached_attention_step_with_bias, softmax};
+/// use ndarray::array;
+///
+/// let mut cache = KvCache::new(1, 1, 2);
+/// cache.append(0, &array![1.0, 0.0], &array![1.0, 2.0]);
+/// cache.append(0, &array![0.0, 1.0], &array![3.0, 4.0]);
+/// let t = 1; // the new query's position
+/// let bias = alibi_bias(0.5, t + 1, t + 1);
+/// let (_, w) = cached_attention_step_with_bias(&array![2.0, 2.0], &cache, 0, |_, scores| {
+///     *scores += &bias.row(t);
+/// });
+/// // Both keys score the same, so the bias alone tells them apart.
+/// assert!((&w[0] - &softmax(&array![-0.5, 0.0])).iter().all(|d| d.abs() < 1e-12));
+/// ```
+///
+/// # Panics
+///
+/// As [`cached_attention_step`]; [`try_cached_attention_step_with_bias`] returns an error
+/// instead.
+#[track_caller]
+pub fn cached_attention_step_with_bias<S, F>(
+    q: &ArrayBase<S, Ix1>,
+    cache: &KvCache,
+    layer: usize,
+    score_bias: F,
+) -> (Array1<f64>, Vec<Array1<f64>>)
+where
+    S: Data<Elem = f64>,
+    F: FnMut(usize, &mut Array1<f64>),
+{
+    match try_cached_attention_step_with_bias(q, cache, layer, score_bias) {
+        Ok(out) => out,
+        Err(e) => panic!("cached_attention_step_with_bias: {e}"),
+    }
+}
+
+/// [`cached_attention_step_with_bias`] that reports bad sizes as errors.
+///
+/// # Errors
+///
+/// As [`try_cached_attention_step`]; scores the hook leaves NaN or `+inf`, or all `-inf`,
+/// are an [`AttentionError::NoFiniteScore`].
+pub fn try_cached_attention_step_with_bias<S, F>(
+    q: &ArrayBase<S, Ix1>,
+    cache: &KvCache,
+    layer: usize,
+    mut score_bias: F,
+) -> Result<(Array1<f64>, Vec<Array1<f64>>), AttentionError>
+where
+    S: Data<Elem = f64>,
+    F: FnMut(usize, &mut Array1<f64>),
+{
     let dh = cache.d_head;
     if layer >= cache.n_layers() {
         return Err(AttentionError::InvalidConfig(format!(
@@ -315,7 +380,9 @@ pub fn try_cached_attention_step<S: Data<Elem = f64>>(
         let g = i / group;
         let (k, v) = (cache.keys(layer, g), cache.values(layer, g));
         let qi = q.slice(s![i * dh..(i + 1) * dh]);
-        let w = try_softmax(&(k.dot(&qi) * scale))?;
+        let mut scores = k.dot(&qi) * scale;
+        score_bias(i, &mut scores);
+        let w = try_softmax(&scores)?;
         out.slice_mut(s![i * dh..(i + 1) * dh])
             .assign(&v.t().dot(&w));
         weights.push(w);
@@ -378,6 +445,50 @@ mod tests {
             let (again, _) = cached_attention_step(&q.row(n - 1), &cache, 1);
             assert!((&again - &full.row(n - 1)).iter().all(|d| d.abs() < 1e-12));
         }
+    }
+
+    #[test]
+    fn a_score_bias_hook_equals_full_causal_attention_with_the_bias() {
+        let mut rng = StdRng::seed_from_u64(8);
+        let (n, heads, kv_heads, dh) = (6, 4, 2, 3);
+        let q = randn2(n, heads * dh, &mut rng);
+        let k = randn2(n, kv_heads * dh, &mut rng);
+        let v = randn2(n, kv_heads * dh, &mut rng);
+        let slopes = crate::positions::alibi_slopes(heads);
+        let scale = 1.0 / (dh as f64).sqrt();
+        let full: Vec<Array2<f64>> = (0..heads)
+            .map(|i| {
+                let g = i / (heads / kv_heads);
+                let scores = q
+                    .slice(s![.., i * dh..(i + 1) * dh])
+                    .dot(&k.slice(s![.., g * dh..(g + 1) * dh]).t())
+                    * scale
+                    + crate::positions::alibi_bias(slopes[i], n, n);
+                let w = crate::softmax::masked_softmax_rows(&scores, &causal_mask(n)).unwrap();
+                w.dot(&v.slice(s![.., g * dh..(g + 1) * dh]))
+            })
+            .collect();
+        let mut cache = KvCache::new(1, kv_heads, dh);
+        for t in 0..n {
+            cache.append(0, &k.row(t), &v.row(t));
+            let (out, _) = cached_attention_step_with_bias(&q.row(t), &cache, 0, |i, scores| {
+                *scores += &crate::positions::alibi_bias(slopes[i], t + 1, t + 1).row(t);
+            });
+            for (i, head) in full.iter().enumerate() {
+                let got = out.slice(s![i * dh..(i + 1) * dh]);
+                assert!((&got - &head.row(t)).iter().all(|d| d.abs() < 1e-12));
+            }
+        }
+    }
+
+    #[test]
+    fn a_hook_that_leaves_no_finite_score_is_an_error() {
+        let mut cache = KvCache::new(1, 1, 1);
+        cache.append(0, &array![1.0], &array![1.0]);
+        let err = try_cached_attention_step_with_bias(&array![1.0], &cache, 0, |_, s| {
+            s.fill(f64::NEG_INFINITY);
+        });
+        assert!(matches!(err, Err(AttentionError::NoFiniteScore { .. })));
     }
 
     #[test]

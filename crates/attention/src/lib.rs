@@ -91,7 +91,8 @@ pub use fused::{dot_softmax, scaled_dot_softmax};
 pub use grad::{AdditiveGrads, GeneralGrads, general_scores_backward, softmax_backward};
 pub use init::{randn1, randn2, xavier_normal, xavier_uniform};
 pub use kv_cache::{
-    KvCache, cached_attention_step, kv_cache_bytes_per_token, try_cached_attention_step,
+    KvCache, cached_attention_step, cached_attention_step_with_bias, kv_cache_bytes_per_token,
+    try_cached_attention_step, try_cached_attention_step_with_bias,
 };
 pub use linear::{
     elu_feature_map, linear_attention, linear_attention_weights, try_linear_attention,

@@ -147,10 +147,17 @@ pub fn alibi_slopes(heads: usize) -> Vec<f64> {
 /// assert_eq!(alibi_bias(0.5, 2, 3), array![[0.0, -0.5, -1.0], [-0.5, 0.0, -0.5]]);
 /// ```
 pub fn alibi_bias(slope: f64, m: usize, n: usize) -> Array2<f64> {
-    Array2::from_shape_fn((m, n), |(i, j)| match i.abs_diff(j) {
+    Array2::from_shape_fn((m, n), |(i, j)| alibi_entry(slope, i, j))
+}
+
+/// One entry of [`alibi_bias`]: the bias of key `j` in the scores of query `i`. A cached
+/// decoder step needs one row of the bias, and computing it with the same expression keeps
+/// it bit-for-bit equal to the full matrix's row.
+pub(crate) fn alibi_entry(slope: f64, i: usize, j: usize) -> f64 {
+    match i.abs_diff(j) {
         0 => 0.0, // not -0.0
         d => -slope * d as f64,
-    })
+    }
 }
 
 /// The index of offset `j - i` in a relative-bias table of `2 * clip + 1` entries: offsets

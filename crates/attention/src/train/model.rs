@@ -12,7 +12,7 @@ use ndarray::{Array1, Array2, ArrayViewD, ArrayViewMutD, Axis, s};
 use rand::Rng;
 
 use crate::error::AttentionError;
-use crate::kv_cache::{KvCache, cached_attention_step};
+use crate::kv_cache::{KvCache, cached_attention_step, cached_attention_step_with_bias};
 use crate::mask::causal_mask;
 use crate::metrics::argmax;
 
@@ -348,7 +348,8 @@ impl TinyTransformer {
     /// Runs the decoder on `prefix` (starting with [`TinyTransformer::bos`]) against
     /// `memory`: the logits of every position (`prefix.len() x vocab`) and the
     /// cross-attention weights per head (`prefix.len() x n`). One call per generated symbol
-    /// recomputes the whole prefix; a key/value cache would reuse it.
+    /// recomputes the whole prefix; [`TinyTransformer::decode_step`] reuses it through a
+    /// key/value cache.
     ///
     /// # Panics
     ///
@@ -368,15 +369,12 @@ impl TinyTransformer {
 
     /// Greedy decoding of `len` symbols: each step appends the most probable symbol.
     ///
-    /// Decodes with a [`KvCache`]: layer 0 holds the decoder self-attention's keys and values,
-    /// one position appended per step; layer 1 the cross-attention's, projected from the
-    /// memory once. Each step runs the decoder on the newest position only; the result is
-    /// that of [`TinyTransformer::greedy_decode_uncached`], up to rounding.
-    ///
-    /// The cached step knows positions added to the embeddings (sinusoidal, learned, none).
-    /// Schemes that act inside attention (rotary, ALiBi, relative) need the query's and the
-    /// keys' positions in every score, which the cached step does not pass on, so those models
-    /// decode through [`TinyTransformer::greedy_decode_uncached`].
+    /// Decodes with a [`KvCache`] ([`TinyTransformer::decode_cache`]): layer 0 holds the
+    /// decoder self-attention's keys and values, one position appended per step; layer 1 the
+    /// cross-attention's, projected from the memory once. Each step
+    /// ([`TinyTransformer::decode_step`]) runs the decoder on the newest position only, for
+    /// every [`Positions`] scheme; the result is that of
+    /// [`TinyTransformer::greedy_decode_uncached`], up to rounding.
     ///
     /// # Panics
     ///
@@ -387,22 +385,9 @@ impl TinyTransformer {
             len > 0 && len <= self.config.max_len,
             "TinyTransformer::greedy_decode: len must be in 1..=max_len"
         );
-        if !matches!(
-            self.config.positions,
-            Positions::Sinusoidal | Positions::Learned | Positions::NoPositions
-        ) {
-            return self.greedy_decode_uncached(src, len);
-        }
         let memory = self.encode(src);
         let n = memory.nrows();
-        let mut cache = KvCache::new(2, self.config.kv_heads, self.cross_attn.d_head());
-        let (k, v) = (
-            self.cross_attn.w_k.forward(&memory),
-            self.cross_attn.w_v.forward(&memory),
-        );
-        for j in 0..n {
-            cache.append(1, &k.row(j), &v.row(j));
-        }
+        let mut cache = self.decode_cache(&memory);
         let mut cross_weights = vec![Array2::zeros((len, n)); self.config.heads];
         let mut tokens = Vec::with_capacity(len);
         let mut last = self.bos();
@@ -420,11 +405,44 @@ impl TinyTransformer {
         }
     }
 
+    /// The cache [`TinyTransformer::decode_step`] starts from for the encoder output
+    /// `memory`: layer 0 (decoder self-attention) empty, layer 1 holding the cross-attention's
+    /// keys and values of every source position.
+    ///
+    /// ```
+    /// use attention::{ModelConfig, Positions, TinyTransformer};
+    /// use rand::{SeedableRng, rngs::StdRng};
+    ///
+    /// let config = ModelConfig {
+    ///     vocab: 5, d_model: 8, heads: 2, kv_heads: 1, d_ff: 16, max_len: 4,
+    ///     positions: Positions::Rotary,
+    /// };
+    /// let model = TinyTransformer::new(config, &mut StdRng::seed_from_u64(0));
+    /// let memory = model.encode(&[1, 2, 3]);
+    /// let mut cache = model.decode_cache(&memory);
+    /// let (logits, _) = model.decode_step(&mut cache, model.bos(), 0);
+    /// let (full, _) = model.decode(&memory, &[model.bos()]);
+    /// assert!((&logits - &full.row(0)).iter().all(|d| d.abs() < 1e-12));
+    /// assert_eq!((cache.len(0), cache.len(1)), (1, 3));
+    /// ```
+    pub fn decode_cache(&self, memory: &Array2<f64>) -> KvCache {
+        let mut cache = KvCache::new(2, self.config.kv_heads, self.cross_attn.d_head());
+        let (k, v) = (
+            self.cross_attn.w_k.forward(memory),
+            self.cross_attn.w_v.forward(memory),
+        );
+        for (k, v) in k.rows().into_iter().zip(v.rows()) {
+            cache.append(1, &k, &v);
+        }
+        cache
+    }
+
     /// One decoder step with a key/value cache: the decoder input `token` at position `t`
     /// (the previous output, or [`TinyTransformer::bos`] at `t = 0`). Appends its key and
     /// value to layer 0 of `cache` and attends over layers 0 (self) and 1 (the memory's keys
-    /// and values, filled by the caller). Returns the logits of the next symbol and the
-    /// cross-attention weights of each head over the source positions.
+    /// and values, see [`TinyTransformer::decode_cache`]). Returns the logits of the next
+    /// symbol and the cross-attention weights of each head over the source positions: row
+    /// `t` of [`TinyTransformer::decode`]'s results on the whole prefix, up to rounding.
     ///
     /// # Panics
     ///
@@ -442,19 +460,18 @@ impl TinyTransformer {
             t,
             "TinyTransformer::decode_step: cache length"
         );
+        // Only the additive schemes index a table by position; the others would run past
+        // max_len silently, unlike the uncached decoder's callers.
+        assert!(
+            t < self.config.max_len,
+            "TinyTransformer::decode_step: position {t} beyond max_len {}",
+            self.config.max_len
+        );
         let mut y = self.embed.forward(&[token]);
         let mut pos = Array2::zeros((t + 1, self.config.d_model));
         self.positions.add_to_embeddings(&mut pos, t + 1);
         y += &pos.slice(s![t..t + 1, ..]);
-        // Self-attention over the cached prefix, the new position included.
-        let q = self.dec_attn.w_q.forward(&y);
-        cache.append(
-            0,
-            &self.dec_attn.w_k.forward(&y).row(0),
-            &self.dec_attn.w_v.forward(&y).row(0),
-        );
-        let (heads, _) = cached_attention_step(&q.row(0), cache, 0);
-        let a = self.dec_attn.w_o.forward(&heads.insert_axis(Axis(0)));
+        let a = self.cached_self_attention(cache, &y, t);
         let (h1, _) = self.dec_ln1.forward(&(y + a));
         // Cross-attention over the memory's cached keys and values.
         let q = self.cross_attn.w_q.forward(&h1);
@@ -465,6 +482,24 @@ impl TinyTransformer {
         let (h3, _) = self.dec_ln3.forward(&(h2 + f));
         let logits = self.out.forward(&h3).row(0).to_owned();
         (logits, cross)
+    }
+
+    /// Decoder self-attention of `y`, the input row at position `t`, over the cached prefix
+    /// and itself: row `t` of what [`AttentionGrad::forward_with_positions`] computes under
+    /// the causal mask. Rotary positions rotate the query and the new key at `t` (the cache
+    /// holds rotated keys; values are never rotated); ALiBi and the relative bias add row `t`
+    /// of their score bias over keys `0..=t`.
+    fn cached_self_attention(&self, cache: &mut KvCache, y: &Array2<f64>, t: usize) -> Array2<f64> {
+        let (pos, dh) = (&self.positions, self.dec_attn.d_head());
+        let q = pos.rotate_heads_at(&self.dec_attn.w_q.forward(y), t, dh);
+        let k = pos.rotate_heads_at(&self.dec_attn.w_k.forward(y), t, dh);
+        cache.append(0, &k.row(0), &self.dec_attn.w_v.forward(y).row(0));
+        let (heads, _) = cached_attention_step_with_bias(&q.row(0), cache, 0, |i, scores| {
+            if let Some(bias) = pos.score_bias_row(i, t, scores.len()) {
+                *scores += &bias;
+            }
+        });
+        self.dec_attn.w_o.forward(&heads.insert_axis(Axis(0)))
     }
 
     /// Greedy decoding without a cache: each step reruns the decoder on the whole prefix
@@ -651,14 +686,7 @@ mod tests {
     #[test]
     fn cached_greedy_decoding_equals_recomputing_the_prefix() {
         for kv_heads in [2, 1] {
-            for positions in [
-                Positions::Sinusoidal,
-                Positions::Learned,
-                Positions::NoPositions,
-                Positions::Rotary,
-                Positions::Alibi,
-                Positions::Relative { clip: 2 },
-            ] {
+            for positions in SCHEMES.into_iter().chain([Positions::Relative { clip: 2 }]) {
                 let model = tiny(positions, kv_heads);
                 for src in [vec![0, 3, 1], vec![2, 1, 1, 0]] {
                     let cached = model.greedy_decode(&src, 4);
@@ -669,6 +697,55 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    /// Every scheme, the relative bias with a clip that the prefixes of `tiny` exceed.
+    const SCHEMES: [Positions; 6] = [
+        Positions::Sinusoidal,
+        Positions::Learned,
+        Positions::NoPositions,
+        Positions::Rotary,
+        Positions::Alibi,
+        Positions::Relative { clip: 1 },
+    ];
+
+    fn max_abs_diff(a: &Array1<f64>, b: &ndarray::ArrayView1<'_, f64>) -> f64 {
+        (a - b).iter().fold(0.0, |m, d| m.max(d.abs()))
+    }
+
+    #[test]
+    fn one_decode_step_per_position_gives_the_last_row_of_the_full_decoder() {
+        for kv_heads in [2, 1] {
+            for positions in SCHEMES {
+                let model = tiny(positions, kv_heads);
+                let memory = model.encode(&[2, 1, 1, 0]);
+                let prefix = [model.bos(), 3, 0, 2];
+                let mut cache = model.decode_cache(&memory);
+                for (t, &token) in prefix.iter().enumerate() {
+                    let (logits, cross) = model.decode_step(&mut cache, token, t);
+                    let (full, full_cross) = model.decode(&memory, &prefix[..=t]);
+                    let diff = max_abs_diff(&logits, &full.row(t));
+                    assert!(
+                        diff < 1e-12,
+                        "{positions:?}, kv_heads {kv_heads}, t {t}: {diff}"
+                    );
+                    for (w, full_w) in cross.iter().zip(&full_cross) {
+                        assert!(max_abs_diff(w, &full_w.row(t)) < 1e-12);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "beyond max_len")]
+    fn a_decode_step_past_max_len_panics_for_every_scheme() {
+        // Rotary has no position table that would catch the overrun by itself.
+        let model = tiny(Positions::Rotary, 2);
+        let mut cache = model.decode_cache(&model.encode(&[0, 1]));
+        for t in 0..=model.config().max_len {
+            model.decode_step(&mut cache, 0, t);
         }
     }
 

@@ -7,11 +7,11 @@
 //! [`Positions::NoPositions`] gives the model no position at all. Cross-attention never sees
 //! positions (as in T5): its queries and keys belong to different sequences.
 
-use ndarray::{Array2, ArrayView2, ArrayViewD, ArrayViewMutD, s};
+use ndarray::{Array1, Array2, ArrayView2, ArrayViewD, ArrayViewMutD, s};
 use rand::Rng;
 
 use crate::init::randn2;
-use crate::positions::{alibi_bias, alibi_slopes, relative_index, rotate};
+use crate::positions::{alibi_entry, alibi_slopes, relative_index, rotate};
 
 use super::nn::Params;
 
@@ -144,16 +144,57 @@ impl PositionEncoding {
         d_head: usize,
         inverse: bool,
     ) -> Array2<f64> {
+        let sign = if inverse { -1.0 } else { 1.0 };
+        self.rotate_blocks(x, d_head, |r| sign * (r % len) as f64)
+    }
+
+    /// Rotates every head's block of columns (`d_head` wide) of every row as position
+    /// `position`: the rows of a cached decoder step, whose query and new key sit at the
+    /// step's position rather than at their row index. Identity unless the scheme is
+    /// [`Positions::Rotary`]; the same rotation as [`PositionEncoding::rotate_heads`] gives
+    /// the row at that position.
+    ///
+    /// ```
+    /// use attention::{PositionEncoding, Positions};
+    /// use rand::{SeedableRng, rngs::StdRng};
+    ///
+    /// let pe = PositionEncoding::new(Positions::Rotary, 4, 4, &mut StdRng::seed_from_u64(0));
+    /// let x = ndarray::Array2::from_shape_fn((3, 4), |(r, c)| (r * 4 + c) as f64);
+    /// let all = pe.rotate_heads(&x, 3, 2, false); // one sequence of length 3, two heads of 2
+    /// let last = pe.rotate_heads_at(&x.slice(ndarray::s![2..3, ..]).to_owned(), 2, 2);
+    /// assert_eq!(last.row(0), all.row(2));
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// If `d_head` is 0, or odd while the scheme is rotary.
+    #[track_caller]
+    pub fn rotate_heads_at(&self, x: &Array2<f64>, position: usize, d_head: usize) -> Array2<f64> {
+        self.rotate_blocks(x, d_head, |_| position as f64)
+    }
+
+    /// The rotation of [`PositionEncoding::rotate_heads`] and
+    /// [`PositionEncoding::rotate_heads_at`], with row `r` at the signed position `pos(r)`.
+    #[track_caller]
+    fn rotate_blocks(
+        &self,
+        x: &Array2<f64>,
+        d_head: usize,
+        pos: impl Fn(usize) -> f64,
+    ) -> Array2<f64> {
         if !self.rotates() {
             return x.clone();
         }
-        let sign = if inverse { -1.0 } else { 1.0 };
+        assert!(
+            d_head > 0 && d_head.is_multiple_of(2),
+            "PositionEncoding: rotary heads need an even, positive width (got {d_head})"
+        );
         let mut y = x.clone();
         for h in 0..x.ncols() / d_head {
             let cols = s![.., h * d_head..(h + 1) * d_head];
             let block = x.slice(cols).to_owned();
-            let pos = (0..x.nrows()).map(|r| sign * (r % len) as f64);
-            y.slice_mut(cols).assign(&rotate(&block, pos));
+            y.slice_mut(cols)
+                .assign(&rotate(&block, (0..x.nrows()).map(&pos)));
         }
         y
     }
@@ -175,11 +216,47 @@ impl PositionEncoding {
     /// If `head` is not below the head count the encoding was made for.
     #[track_caller]
     pub fn score_bias(&self, head: usize, m: usize, n: usize) -> Option<Array2<f64>> {
+        let entry = self.bias_entry(head)?;
+        Some(Array2::from_shape_fn((m, n), |(i, j)| entry(i, j)))
+    }
+
+    /// Row `query` of [`PositionEncoding::score_bias`] over keys `0..n`: the bias a cached
+    /// decoder step at position `query` adds to its scores, without building the whole
+    /// matrix. `None` where `score_bias` is `None`.
+    ///
+    /// ```
+    /// use attention::{PositionEncoding, Positions};
+    /// use rand::{SeedableRng, rngs::StdRng};
+    ///
+    /// let pe = PositionEncoding::with_heads(Positions::Alibi, 8, 8, 2, &mut StdRng::seed_from_u64(0));
+    /// let row = pe.score_bias_row(0, 2, 3).unwrap();
+    /// assert_eq!(row, pe.score_bias(0, 3, 3).unwrap().row(2));
+    /// assert_eq!(row.to_vec(), vec![-0.125, -0.0625, 0.0]);
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// As [`PositionEncoding::score_bias`].
+    #[track_caller]
+    pub fn score_bias_row(&self, head: usize, query: usize, n: usize) -> Option<Array1<f64>> {
+        let entry = self.bias_entry(head)?;
+        Some(Array1::from_shape_fn(n, |j| entry(query, j)))
+    }
+
+    /// The bias of key `j` in query `i`'s scores of head `head`, shared by
+    /// [`PositionEncoding::score_bias`] and [`PositionEncoding::score_bias_row`] so that the
+    /// cached and the uncached decoder add the same numbers.
+    #[track_caller]
+    fn bias_entry(&self, head: usize) -> Option<Box<dyn Fn(usize, usize) -> f64 + '_>> {
         match self.kind {
-            Positions::Alibi => Some(alibi_bias(alibi_slopes(self.heads)[head], m, n)),
-            Positions::Relative { clip } => Some(Array2::from_shape_fn((m, n), |(i, j)| {
-                self.table[[head, relative_index(i, j, clip)]]
-            })),
+            Positions::Alibi => {
+                let slope = alibi_slopes(self.heads)[head];
+                Some(Box::new(move |i, j| alibi_entry(slope, i, j)))
+            }
+            Positions::Relative { clip } => {
+                let row = self.table.row(head);
+                Some(Box::new(move |i, j| row[relative_index(i, j, clip)]))
+            }
             _ => None,
         }
     }
@@ -328,6 +405,38 @@ mod tests {
                 .score_bias(0, 2, 2)
                 .is_none()
         );
+    }
+
+    #[test]
+    fn one_position_is_the_matching_row_of_the_whole_sequence() {
+        let mut rng = StdRng::seed_from_u64(9);
+        let rotary = PositionEncoding::with_heads(Positions::Rotary, 8, 8, 2, &mut rng);
+        let x = randn2(5, 8, &mut rng); // one sequence of 5, two heads of 4
+        let all = rotary.rotate_heads(&x, 5, 4, false);
+        for t in 0..5 {
+            let row = x.slice(s![t..t + 1, ..]).to_owned();
+            assert_eq!(rotary.rotate_heads_at(&row, t, 4).row(0), all.row(t));
+        }
+        let mut rel =
+            PositionEncoding::with_heads(Positions::Relative { clip: 1 }, 8, 8, 2, &mut rng);
+        rel.table = randn2(2, 3, &mut rng);
+        let alibi = PositionEncoding::with_heads(Positions::Alibi, 8, 8, 2, &mut rng);
+        for pe in [&rel, &alibi] {
+            for (head, t) in [(0, 0), (1, 3), (0, 4)] {
+                let full = pe.score_bias(head, 5, 5).unwrap();
+                assert_eq!(pe.score_bias_row(head, t, 5).unwrap(), full.row(t));
+            }
+        }
+        assert!(rotary.score_bias_row(0, 2, 3).is_none());
+        let learned = PositionEncoding::with_heads(Positions::Learned, 8, 8, 2, &mut rng);
+        assert_eq!(learned.rotate_heads_at(&x, 3, 4), x);
+    }
+
+    #[test]
+    #[should_panic(expected = "even, positive width")]
+    fn rotary_heads_of_odd_width_panic() {
+        let pe = PositionEncoding::new(Positions::Rotary, 4, 6, &mut StdRng::seed_from_u64(0));
+        pe.rotate_heads(&Array2::ones((2, 6)), 2, 3, false);
     }
 
     /// Central differences through one attention layer with positions: the inputs, the
