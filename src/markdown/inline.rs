@@ -187,6 +187,77 @@ mod tests {
         assert!(recognisable("a \\\\[@foo] b", "[@foo]"));
     }
 
+    /// `(kind, text)` of each inline `recognise` finds in `body`, in order.
+    fn inlines(body: &str) -> Vec<(&'static str, String)> {
+        let src = format!("+++\ntitle = \"T\"\nnumber = 1\n+++\n{body}");
+        let chapter = Chapter::parse(std::path::Path::new("content/01-t.md"), src).unwrap();
+        let (found, problems) = recognise(&chapter);
+        assert!(problems.is_empty(), "{problems:?}");
+        found
+            .iter()
+            .map(|i| {
+                let kind = match i {
+                    Inline::Quote(_) => "quote",
+                    Inline::Cite(_) => "cite",
+                };
+                (kind, chapter.source[i.span()].to_string())
+            })
+            .collect()
+    }
+
+    /// Quotes and citations side by side are both found, in source order; where a citation
+    /// lies inside a quote (`[@2]{=x}` is a quote of the number 2), only the quote is.
+    #[test]
+    fn quotes_and_citations_are_found_in_order_and_a_quote_wins_an_overlap() {
+        let owned = |v: &[(&'static str, &str)]| {
+            v.iter()
+                .map(|(k, t)| (*k, t.to_string()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            inlines("见 [@a]，熵是 [0.08]{=h}，又见 [@b; @c]。"),
+            owned(&[
+                ("cite", "[@a]"),
+                ("quote", "[0.08]{=h}"),
+                ("cite", "[@b; @c]")
+            ])
+        );
+        assert_eq!(
+            inlines("[@2]{=x} 和 [@a]"),
+            owned(&[("quote", "[@2]{=x}"), ("cite", "[@a]")])
+        );
+        // Touching is not overlapping, on either side.
+        assert_eq!(
+            inlines("[@a][0.5]{=x}[@b]"),
+            owned(&[("cite", "[@a]"), ("quote", "[0.5]{=x}"), ("cite", "[@b]")])
+        );
+    }
+
+    /// A code block or an autolink is opaque only up to its end: prose after it is text again.
+    #[test]
+    fn text_after_code_blocks_and_autolinks_is_recognisable() {
+        assert!(recognisable("```\n[@x]\n```\n\n见 [@foo]", "[@foo]"));
+        assert!(recognisable("    [@x]\n\n见 [@foo]", "[@foo]"));
+        assert!(recognisable("<https://e.org/> 见 [@foo]", "[@foo]"));
+        assert!(recognisable("<a@b.org> 见 [@foo]", "[@foo]"));
+    }
+
+    /// Raw HTML, block or inline, is collected so that syntax inside it is reported.
+    #[test]
+    fn raw_html_is_collected_for_the_report() {
+        let body = "<div>\n[0.5]{=x}\n</div>\n\n段落 <span>[@a]</span> 结束\n";
+        let html: Vec<&str> = contexts(body)
+            .html
+            .iter()
+            .map(|r| &body[r.clone()])
+            .collect();
+        // pulldown-cmark hands an HTML block over line by line.
+        assert_eq!(
+            html,
+            ["<div>\n", "[0.5]{=x}\n", "</div>\n", "<span>", "</span>"]
+        );
+    }
+
     #[test]
     fn escapes_count_backslashes() {
         assert!(escaped("\\@", 1));
