@@ -174,10 +174,14 @@ mod tests {
         assert!(recognisable("a [1]{=x ~5%} b [2]{=y ~5%}", "[2]{=y ~5%}"));
         assert!(recognisable("see [@a;\n@b] here", "[@a;\n@b]"));
         assert!(!recognisable("[t](<https://e.org/[@foo]>)", "[@foo]"));
+        // Text on both sides of a destination does not make the destination text.
+        assert!(!recognisable("见 [t](</x/[@foo]>) 后文", "[@foo]"));
         assert!(!recognisable("<https://e.org/[@foo]>", "[@foo]"));
         assert!(!recognisable("[@foo]: /url\n", "[@foo]"));
         assert!(!recognisable("[x][@foo]\n\n[@foo]: /url\n", "[@foo]"));
         assert!(!recognisable("`[@foo]`", "[@foo]"));
+        assert!(!recognisable("`[@foo]` 后文", "[@foo]"));
+        assert!(!recognisable("前文 `[@foo]` 后文", "[@foo]"));
         assert!(!recognisable("```\n[@foo]\n```\n", "[@foo]"));
     }
 
@@ -225,6 +229,11 @@ mod tests {
         assert_eq!(
             inlines("[@2]{=x} 和 [@a]"),
             owned(&[("quote", "[@2]{=x}"), ("cite", "[@a]")])
+        );
+        // Code is not text, at the chapter file's offsets too.
+        assert_eq!(
+            inlines("`[0.5]{=x}` 与 `[@b]` 之后 [@a]"),
+            owned(&[("cite", "[@a]")])
         );
         // Touching is not overlapping, on either side.
         assert_eq!(
