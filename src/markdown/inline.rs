@@ -103,12 +103,8 @@ fn contexts(body: &str) -> Contexts {
             Event::End(TagEnd::CodeBlock) => opaque = opaque.saturating_sub(1),
             Event::End(TagEnd::Link) if opaque > 0 => opaque -= 1,
             // A line break inside a paragraph is part of its text: `[@a;\n@b]` is one citation.
-            Event::Text(_) | Event::SoftBreak | Event::HardBreak if opaque == 0 => {
-                match text.last_mut() {
-                    Some(last) if last.end == range.start => last.end = range.end,
-                    _ => text.push(range),
-                }
-            }
+            // Touching ranges need no merging: `complement` leaves no gap between them.
+            Event::Text(_) | Event::SoftBreak | Event::HardBreak if opaque == 0 => text.push(range),
             Event::Html(_) | Event::InlineHtml(_) => html.push(range),
             _ => {}
         }
