@@ -327,7 +327,6 @@ mod tests {
         );
     }
 
-    /// `#bibliography` exists on a page only when the page cites something.
     /// Every line of a block's code carries the id of its Markdown line (`L6`), hidden `# `
     /// lines included; lines outside blocks and the block's trailing blank lines do not.
     #[test]
@@ -349,6 +348,7 @@ mod tests {
         );
     }
 
+    /// `#bibliography` exists on a page only when the page cites something.
     #[test]
     fn the_bibliography_anchor_needs_a_citation() {
         let dir = tempfile::tempdir().unwrap();
