@@ -42,8 +42,8 @@ pub fn try_softmax<S: Data<Elem = f64>>(
 /// Softmax restricted to the positions where `mask` is `true` ("may attend").
 ///
 /// `p_i = exp(x_i - m) / sum_{j: mask_j} exp(x_j - m)` for `mask_i`, and `p_i = 0` exactly
-/// otherwise, where `m` is the largest unmasked score. Masked scores are never read, so they
-/// may be anything, NaN included.
+/// otherwise, where `m` is the largest unmasked score. Masked scores are replaced by `-inf`
+/// before an ordinary softmax, so their values do not matter, NaN included.
 ///
 /// # Errors
 ///
@@ -245,7 +245,7 @@ mod tests {
 
     #[test]
     fn masked_positions_get_exactly_zero() {
-        // Unmasked scores 1 and 1 -> 0.5 each; the masked NaN is never read.
+        // Unmasked scores 1 and 1 -> 0.5 each; the masked NaN is replaced, not used.
         let p = masked_softmax(&array![1.0, f64::NAN, 1.0], &array![true, false, true]).unwrap();
         assert_eq!(p, array![0.5, 0.0, 0.5]);
     }
