@@ -95,7 +95,7 @@ def luong_path():
     f.text(20, 104, '打分用的是上一步的状态；c_{t} 再参与算出 s_{t}', anchor='start', size=12)
     # input feeding: h~_t joins the next step's input
     f.arrow('M460,196 V226 H55 V198', dashed=True)
-    f.text(258, 244, 'input feeding：h̃_{t} 与下一步的输入拼接，送入 h_{t+1}', size=12)
+    f.text(258, 244, '输入馈送：h̃_{t} 与下一步的输入拼接，送入 h_{t+1}', size=12)
     f.text(20, 276, '先算出当前状态 h_{t}，再打分；c_{t} 与 h_{t} 合成注意力隐状态 h̃_{t}', anchor='start', size=12)
     return f
 
