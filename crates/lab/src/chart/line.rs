@@ -3,6 +3,8 @@
 //! The legend is laid out by this module (a row above the plot, wrapping), not by plotters,
 //! whose svg-only text estimate makes legends with Chinese names about twice too wide.
 
+use std::ops::Range;
+
 use plotters::element::{Circle, EmptyElement, Polygon, Rectangle, TriangleMarker};
 use plotters::series::LineSeries;
 use plotters::style::text_anchor::{HPos, VPos};
@@ -235,17 +237,71 @@ fn draw_series(
         .collect();
     let to_plot = |&(a, b): &(f64, f64)| (frame.x.to_plot(a), frame.y.to_plot(b));
     let color = theme::series_color(i);
-    chart.draw_series(LineSeries::new(
-        finite.iter().map(to_plot),
-        color.stroke_width(2),
-    ))?;
+    let plotted: Vec<(f64, f64)> = finite.iter().map(to_plot).collect();
+    // A fixed `y_range` may leave points outside it: the line is cut at the bounds and those
+    // points get no marker, rather than being drawn over the axis and the labels below it.
+    let y = frame.y.range();
+    for run in clip_y(&plotted, y.clone()) {
+        chart.draw_series(LineSeries::new(run, color.stroke_width(2)))?;
+    }
     if series.marked() {
-        for point in &finite {
-            mark::title_next(area, &point_title(frame, series, *point))?;
-            marker(area, i, chart.backend_coord(&to_plot(point)), color)?;
+        for (point, at) in finite.iter().zip(&plotted) {
+            if y.start <= at.1 && at.1 <= y.end {
+                mark::title_next(area, &point_title(frame, series, *point))?;
+                marker(area, i, chart.backend_coord(at), color)?;
+            }
         }
     }
     Ok(())
+}
+
+/// The parts of the polyline `points` (plot units) whose y lies in `y`, as runs of points:
+/// each segment is cut where it crosses a bound, and a run ends where the line leaves the
+/// range. Points inside are kept exactly, so a line wholly inside is one run equal to it.
+fn clip_y(points: &[(f64, f64)], y: Range<f64>) -> Vec<Vec<(f64, f64)>> {
+    let inside = |p: &(f64, f64)| y.start <= p.1 && p.1 <= y.end;
+    if let [only] = points {
+        return if inside(only) {
+            vec![vec![*only]]
+        } else {
+            Vec::new()
+        };
+    }
+    let mut runs: Vec<Vec<(f64, f64)>> = Vec::new();
+    for pair in points.windows(2) {
+        let (a, b) = (pair[0], pair[1]);
+        let Some((start, end)) = clip_segment(a, b, &y) else {
+            continue;
+        };
+        match runs.last_mut() {
+            Some(run) if run.last() == Some(&start) => run.push(end),
+            _ => runs.push(vec![start, end]),
+        }
+    }
+    runs
+}
+
+/// The part of segment `a`-`b` with y in `y`, if any; its ends are `a` and `b` themselves
+/// where they are inside.
+fn clip_segment(a: (f64, f64), b: (f64, f64), y: &Range<f64>) -> Option<((f64, f64), (f64, f64))> {
+    let dy = b.1 - a.1;
+    let (t0, t1) = if dy != 0.0 {
+        let (u, v) = ((y.start - a.1) / dy, (y.end - a.1) / dy);
+        (u.min(v).max(0.0), u.max(v).min(1.0))
+    } else if y.start <= a.1 && a.1 <= y.end {
+        (0.0, 1.0)
+    } else {
+        return None;
+    };
+    if t0 > t1 {
+        return None;
+    }
+    let at = |t: f64| match t {
+        0.0 => a,
+        1.0 => b,
+        t => (a.0 + t * (b.0 - a.0), a.1 + t * dy),
+    };
+    Some((at(t0), at(t1)))
 }
 
 /// The tooltip of a point: series name, x and y, with the axis titles.
@@ -328,6 +384,53 @@ mod tests {
         assert_eq!(legend_rows(&["一", "二"], 600.0).len(), 1);
         assert!(legend_rows(&["", ""], 600.0).is_empty());
         assert_eq!(legend_rows(&["", "二"], 600.0), [vec![(1, 0.0)]]);
+    }
+
+    /// A line is cut where it leaves a fixed range and picks up where it comes back; what
+    /// lies inside is kept exactly, and what lies wholly outside is not drawn.
+    #[test]
+    fn lines_are_clipped_to_the_y_range() {
+        let y = 0.0..10.0;
+        let inside = [(0.0, 1.0), (1.0, 5.0), (2.0, 10.0)];
+        assert_eq!(clip_y(&inside, y.clone()), [inside.to_vec()]);
+        assert_eq!(
+            clip_y(
+                &[(0.0, 5.0), (1.0, 20.0), (2.0, 5.0), (3.0, 5.0)],
+                y.clone()
+            ),
+            [
+                vec![(0.0, 5.0), (1.0 / 3.0, 10.0)],
+                vec![(1.0 + 2.0 / 3.0, 10.0), (2.0, 5.0), (3.0, 5.0)]
+            ]
+        );
+        // Through the whole range between two points outside it.
+        assert_eq!(
+            clip_y(&[(0.0, -10.0), (4.0, 30.0)], y.clone()),
+            [vec![(1.0, 0.0), (2.0, 10.0)]]
+        );
+        assert!(
+            clip_y(
+                &[(0.0, -1.0), (1.0, -2.0), (2.0, 11.0), (3.0, 12.0)],
+                y.clone()
+            )[0]
+            .iter()
+            .all(|p| (0.0..=10.0).contains(&p.1))
+        );
+        assert!(clip_y(&[(0.0, -1.0), (1.0, -2.0)], y.clone()).is_empty());
+        assert!(clip_y(&[(0.0, 11.0)], y.clone()).is_empty());
+        assert_eq!(clip_y(&[(0.0, 3.0)], y), [vec![(0.0, 3.0)]]);
+    }
+
+    /// Points outside a fixed range get no marker (and so no tooltip).
+    #[test]
+    fn points_outside_a_fixed_range_have_no_marker() {
+        let svg = |line: Line| line.to_svg("x").unwrap();
+        let titles = |svg: &str| svg.matches("<title>").count();
+        let all = svg(Line::new().series("a", [1.0, 2.0, 3.0], [5.0, 50.0, 5.0]));
+        let clipped = svg(Line::new()
+            .series("a", [1.0, 2.0, 3.0], [5.0, 50.0, 5.0])
+            .y_range(0.0, 10.0));
+        assert_eq!(titles(&all) - titles(&clipped), 1, "{clipped}");
     }
 
     #[test]
