@@ -244,7 +244,8 @@ pub(crate) fn draw_bars(
 /// Draws one rectangle per finite value, each titled with its labels and value.
 fn draw_bar_marks(area: &Area<'_>, chart: &Plot<'_, '_>, panel: &BarPanel<'_>) -> ChartResult {
     let color = theme::series_color(0);
-    let base = 0f64.clamp(panel.y.range().start, panel.y.range().end);
+    let range = panel.y.range();
+    let base = 0f64.clamp(range.start, range.end);
     let bars = panel.bars.labels.iter().zip(&panel.bars.values);
     for (i, (label, &v)) in bars.enumerate().filter(|(_, (_, v))| v.is_finite()) {
         let x = i as f64;
@@ -255,7 +256,10 @@ fn draw_bar_marks(area: &Area<'_>, chart: &Plot<'_, '_>, panel: &BarPanel<'_>) -
         let value = mark::value_text(v, panel.options.annotate);
         let title = mark::describe(&parts, panel.options.y_label.as_deref(), &value);
         mark::title_next(area, &title)?;
-        let bar = Rectangle::new([(x - 0.38, base), (x + 0.38, v)], color.filled());
+        // A value beyond a fixed `y_range` is drawn to the edge of the plot, not over the
+        // axes; its title keeps the real value.
+        let top = v.clamp(range.start, range.end);
+        let bar = Rectangle::new([(x - 0.38, base), (x + 0.38, top)], color.filled());
         chart.plotting_area().draw(&bar)?;
     }
     Ok(())
@@ -306,7 +310,9 @@ fn annotate(
         if !value.is_finite() {
             continue;
         }
-        let (x, y) = chart.backend_coord(&(i as f64, *value));
+        // At the bar's end, which a fixed `y_range` may have cut (see `draw_bar_marks`).
+        let range = chart.y_range();
+        let (x, y) = chart.backend_coord(&(i as f64, value.clamp(range.start, range.end)));
         let (dy, v) = if *value >= 0.0 {
             (-3, VPos::Bottom)
         } else {
@@ -375,6 +381,57 @@ impl Categories {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A bar beyond a fixed range is drawn exactly like a bar at the range's edge: only its
+    /// title (the real value) differs.
+    #[test]
+    fn bars_beyond_a_fixed_range_stop_at_its_edge() {
+        let svg = |v: f64| {
+            let svg = Bar::new(["a", "b"], [0.5, v])
+                .y_range(0.0, 1.0)
+                .to_svg("x")
+                .unwrap();
+            let titles = without_titles(&svg);
+            (svg, titles)
+        };
+        let (over, over_plain) = svg(5.0);
+        let annotated = |v: f64| {
+            without_titles(
+                &Bar::new(["a"], [v])
+                    .y_range(0.0, 1.0)
+                    .annotate(0)
+                    .to_svg("x")
+                    .unwrap()
+                    .replace(">\n5\n<", ">\n1\n<"),
+            )
+        };
+        assert_eq!(
+            annotated(5.0),
+            annotated(1.0),
+            "the label sits on the cut bar"
+        );
+        let (_, edge_plain) = svg(1.0);
+        assert!(over.contains('5'), "the title keeps the real value");
+        assert_eq!(over_plain, edge_plain);
+        let (_, below_plain) = svg(-3.0);
+        let (_, zero_plain) = svg(0.0);
+        assert_eq!(below_plain, zero_plain);
+    }
+
+    /// `svg` without its `<title>` elements.
+    fn without_titles(svg: &str) -> String {
+        let mut out = String::new();
+        let mut rest = svg;
+        while let Some(start) = rest.find("<title>") {
+            out.push_str(&rest[..start]);
+            let end = rest[start..]
+                .find("</title>")
+                .map_or(rest.len(), |e| start + e + 8);
+            rest = &rest[end..];
+        }
+        out.push_str(rest);
+        out
+    }
 
     fn strings(items: &[&str]) -> Vec<String> {
         items.iter().map(|s| (*s).to_owned()).collect()
