@@ -56,7 +56,7 @@ const PHONE = { width: 360, height: 800 };
 const SEARCH_QUERIES = [
   { query: "置换等变", slug: "qkv", section: "permutation" },
   { query: "覆盖度", slug: "bahdanau", section: "coverage" },
-  { query: "input feeding", slug: "luong", section: "input-feeding" },
+  { query: "输入馈送", slug: "luong", section: "input-feeding" },
   { query: "瓶颈", slug: "bottleneck" },
   { query: "缩放点积", slug: "scaled-dot-product" },
   { query: "多头注意力", slug: "multi-head" },
