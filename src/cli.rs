@@ -6,7 +6,8 @@ use std::time::Duration;
 use clap::{Parser, Subcommand, ValueEnum};
 
 use crate::lab::LabPlan;
-use crate::site::{BuildPlan, VerifyPlan};
+use crate::serve::ServePlan;
+use crate::site::{BuildPlan, NewPlan, VerifyPlan};
 
 /// attnbook: builds an executable, verified article series on attention mechanisms.
 ///
@@ -177,26 +178,6 @@ pub enum Plan {
     Check(PathBuf),
     /// Scaffold a chapter.
     New(NewPlan),
-}
-
-/// What `serve` should do.
-#[derive(Debug, Clone)]
-pub struct ServePlan {
-    /// How each rebuild builds.
-    pub build: BuildPlan,
-    /// Where to listen.
-    pub addr: std::net::SocketAddr,
-}
-
-/// What `new` should do.
-#[derive(Debug, Clone)]
-pub struct NewPlan {
-    /// Site root.
-    pub root: PathBuf,
-    /// Slug of the new chapter.
-    pub slug: String,
-    /// Its title.
-    pub title: String,
 }
 
 impl Cli {

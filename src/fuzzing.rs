@@ -8,8 +8,12 @@ use std::path::Path;
 use crate::config::Config;
 use crate::content::{Chapter, Series};
 use crate::diagnostic::Diagnostic;
+use crate::lab::Ran;
 use crate::markdown;
-use crate::quotes::{self, syntax, syntax::Tolerance};
+use crate::markdown::Parsed;
+use crate::markdown::quote::{self as syntax, Tolerance};
+use crate::quotes;
+use crate::quotes::Bound;
 use crate::render::{html, links, xref};
 
 /// Runs the pure stages on `text` as `content/01-x.md`; problems are diagnostics, never panics.
@@ -37,9 +41,9 @@ pub fn split_fuzz_input(data: &[u8]) -> (Vec<f64>, &[u8]) {
 }
 
 /// Gives the quoted names of `chapter` the `values` in turn, as a finished run would.
-fn record(chapter: &mut Chapter, values: &[f64]) {
+fn record(chapter: &Parsed, values: &[f64]) -> Option<crate::lab::ChapterRun> {
     if values.is_empty() {
-        return;
+        return None;
     }
     let mut names: Vec<&str> = Vec::new();
     for quote in &chapter.doc.quotes {
@@ -62,12 +66,12 @@ fn record(chapter: &mut Chapter, values: &[f64]) {
         .collect();
     let mut run = crate::lab::ChapterRun::default();
     run.results.values = recorded;
-    chapter.run = Some(run);
+    Some(run)
 }
 
 /// What `verify --fix` does with the drifted quotes of `chapter`: the edits are applied, and
 /// the rewritten text must still hold every quote, each rewritten one passing the rounding rule.
-fn fix_quotes(chapter: &Chapter) {
+fn fix_quotes(chapter: &Bound) {
     let edits: Vec<(usize, quotes::fix::Edit)> = chapter
         .doc
         .quotes
@@ -111,21 +115,26 @@ pub fn body_html(body: &str) -> (String, Vec<Diagnostic>) {
 }
 
 fn rendered(text: String, values: &[f64]) -> Option<(String, Vec<Diagnostic>)> {
-    let mut chapter = Chapter::parse(Path::new("content/01-x.md"), text).ok()?;
-    let (doc, mut diagnostics) = markdown::parse(&chapter);
-    chapter.doc = doc;
-    record(&mut chapter, values);
+    let chapter = Chapter::parse(Path::new("content/01-x.md"), text).ok()?;
+    let (parsed, mut diagnostics) = Parsed::new(chapter);
+    let run = record(&parsed, values);
     let config = Config::parse(Path::new("site.toml"), "title = \"T\"\nbase_url = \"/\"\n").ok()?;
-    let mut series = Series {
+    let series = Series {
         root: ".".into(),
         config,
-        taxonomy: crate::content::Taxonomy::of(std::slice::from_ref(&chapter)),
-        chapters: vec![chapter],
+        taxonomy: crate::content::Taxonomy::of(std::slice::from_ref(&parsed.chapter)),
+        chapters: vec![Ran { parsed, run }],
         glossary: None,
     };
     let (bindings, problems) = quotes::bind(&series);
     diagnostics.extend(problems);
-    series.chapters[0].bindings = bindings.into_iter().next().unwrap_or_default();
+    let series = series.map_chapters(|chapters| {
+        chapters
+            .into_iter()
+            .zip(bindings)
+            .map(|(ran, bindings)| Bound { ran, bindings })
+            .collect()
+    });
     fix_quotes(&series.chapters[0]);
     diagnostics.extend(links::check(&series));
     let (refs, problems) = xref::resolve_all(&series);

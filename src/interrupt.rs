@@ -24,17 +24,18 @@ pub fn critical<T>(f: impl FnOnce() -> T) -> T {
     f()
 }
 
-/// Installs the handler (once, from `main`).
-pub fn install() {
-    let _ = ctrlc::set_handler(|| {
+/// Installs the handler (once, from `main`). `kill` receives the registered process groups
+/// and must kill them and whatever they started (the experiment stage provides it:
+/// `lab::kill_everything`), so that this module, below every stage, knows nothing of how.
+pub fn install(kill: fn(&[u32])) {
+    let _ = ctrlc::set_handler(move || {
         INTERRUPTED.store(true, Ordering::SeqCst);
         let _critical = CRITICAL.lock();
-        if let Ok(groups) = GROUPS.lock() {
-            for &group in groups.iter() {
-                crate::lab::signal_group(group, libc::SIGKILL);
-            }
-        }
-        crate::lab::kill_orphans(&[]);
+        let groups: Vec<u32> = GROUPS
+            .lock()
+            .map(|groups| groups.iter().copied().collect())
+            .unwrap_or_default();
+        kill(&groups);
         if let Ok(dirs) = STAGING.lock() {
             for dir in dirs.iter() {
                 let _ = std::fs::remove_dir_all(dir);

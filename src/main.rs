@@ -12,7 +12,7 @@ use clap::Parser;
 
 fn main() -> ExitCode {
     let plan = Cli::parse().into_plan();
-    attnbook::interrupt::install();
+    attnbook::interrupt::install(attnbook::lab::kill_everything);
     let outcome = match &plan {
         Plan::Build(p) => site::build(p),
         Plan::Verify(p) => site::verify(p),
@@ -26,7 +26,7 @@ fn main() -> ExitCode {
 fn report(outcome: &Outcome) -> ExitCode {
     attnbook::interrupt::wait_if_interrupted();
     let sorted = outcome.diagnostics.sorted();
-    let sources = |path: &std::path::Path| match &outcome.series {
+    let sources = |path: &std::path::Path| match &outcome.sources {
         Some(series) => series.source_of(path),
         None => std::fs::read_to_string(outcome.root.join(path)).ok(),
     };

@@ -185,6 +185,29 @@ fn describe(c: char) -> String {
     format!("{kind} U+{:04X}{name}", u32::from(c))
 }
 
+/// Turns heading text into an anchor id, keeping CJK and other letters (like mdBook's
+/// `normalize_id`): lowercase, alphanumerics kept, runs of anything else become one `-`.
+pub fn slugify(text: &str) -> String {
+    let mut out = String::new();
+    let mut dash = false;
+    for c in text.chars().flat_map(char::to_lowercase) {
+        if c.is_alphanumeric() || c == '_' {
+            if dash && !out.is_empty() {
+                out.push('-');
+            }
+            dash = false;
+            out.push(c);
+        } else {
+            dash = true;
+        }
+    }
+    if out.is_empty() {
+        "section".to_string()
+    } else {
+        out
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

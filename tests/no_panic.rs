@@ -4,7 +4,7 @@
 //! needs a nightly toolchain, which this project's machines do not have). For a long campaign:
 //! `PROPTEST_CASES=200000 cargo test --release --test no_panic`.
 
-use attnbook::quotes::syntax;
+use attnbook::markdown::quote as syntax;
 use proptest::prelude::*;
 
 /// Pieces of the authoring syntax, broken and whole, plus arbitrary text.

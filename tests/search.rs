@@ -89,12 +89,22 @@ fn index_json(dir: &Path) -> String {
     for (name, text) in CHAPTERS {
         std::fs::write(dir.join("content").join(name), text).unwrap();
     }
-    let mut series = attnbook::content::load(dir, false).expect("fixture loads");
-    for chapter in &mut series.chapters {
-        let (doc, problems) = attnbook::markdown::parse(chapter);
-        assert!(problems.is_empty(), "{problems:?}");
-        chapter.doc = doc;
-    }
+    let series = attnbook::content::load(dir, false).expect("fixture loads");
+    // Parsed as stage 2 does; nothing ran, so no quote is bound.
+    let series = series.map_chapters(|chapters| {
+        chapters
+            .into_iter()
+            .map(|chapter| {
+                let (parsed, problems) = attnbook::markdown::Parsed::new(chapter);
+                assert!(problems.is_empty(), "{problems:?}");
+                let ran = attnbook::lab::Ran { parsed, run: None };
+                attnbook::quotes::Bound {
+                    ran,
+                    bindings: Vec::new(),
+                }
+            })
+            .collect()
+    });
     let files = search::index_files(&series);
     let (path, bytes) = &files[0];
     assert_eq!(path, Path::new(search::INDEX_PATH));

@@ -132,10 +132,12 @@ impl Glossary {
         problems
     }
 
-    /// A warning for every listed variant in the chapter's prose, naming the preferred term.
-    pub fn check(&self, chapter: &Chapter) -> Vec<Diagnostic> {
+    /// A warning for every listed variant in the chapter's prose (the byte spans of its text
+    /// outside code, math and quotes, as the Markdown stage finds them), naming the preferred
+    /// term.
+    pub fn check(&self, chapter: &Chapter, prose: &[Range<usize>]) -> Vec<Diagnostic> {
         let mut found = Vec::new();
-        for span in &chapter.doc.prose {
+        for span in prose {
             let text = &chapter.source[span.clone()];
             for term in &self.terms {
                 for (at, variant) in variants_in(text, term) {

@@ -15,14 +15,13 @@ use walkdir::WalkDir;
 
 use crate::config::Config;
 use crate::diagnostic::{Diagnostic, Diagnostics, Location};
-use crate::lab::ChapterRun;
-use crate::markdown::Doc;
-use crate::quotes::Binding;
 pub use front_matter::FrontMatter;
 pub use glossary::Glossary;
 pub use taxonomy::Taxonomy;
 
-/// One chapter: its source text and front matter. Later stages enrich it.
+/// One chapter as loading knows it: its file, source text and front matter. Each later stage
+/// wraps it in a type of its own (`markdown::Parsed`, `lab::Ran`, `quotes::Bound`,
+/// `render::Page`), so this stage knows nothing of what they add.
 #[derive(Debug, Clone)]
 pub struct Chapter {
     /// Path relative to the site root, as shown in diagnostics (`content/01-why.md`).
@@ -35,16 +34,6 @@ pub struct Chapter {
     pub front: FrontMatter,
     /// Byte offset where the Markdown body starts (after the closing `+++`).
     pub body_offset: usize,
-    /// The parsed body (stage 2).
-    pub doc: Doc,
-    /// Experiment results (stage 3), if the chapter has experiments.
-    pub run: Option<ChapterRun>,
-    /// Quote bindings in `doc.quotes` order (stage 4).
-    pub bindings: Vec<Binding>,
-    /// The rendered body (stage 5).
-    pub html: String,
-    /// The file name of the chapter's take-home experiments, beside its page, when offered.
-    pub take_home: Option<String>,
 }
 
 impl Chapter {
@@ -58,11 +47,6 @@ impl Chapter {
             source,
             front,
             body_offset,
-            doc: Doc::default(),
-            run: None,
-            bindings: Vec::new(),
-            html: String::new(),
-            take_home: None,
         })
     }
 
@@ -80,13 +64,6 @@ impl Chapter {
     /// The seed for the chapter's RNG: front matter `seed`, else derived from the slug.
     pub fn seed(&self) -> u64 {
         self.front.seed.unwrap_or_else(|| derive_seed(&self.slug))
-    }
-
-    /// True when the chapter has experiments but no results: they failed (already reported)
-    /// or never ran. Lookups of its values, figures and tables are then not errors of their
-    /// own, so that one mistake gives one error.
-    pub fn lacks_results(&self) -> bool {
-        !self.doc.experiments.is_empty() && self.run.is_none()
     }
 
     /// A location in this chapter's file.
@@ -116,26 +93,53 @@ fn derive_seed(slug: &str) -> u64 {
     u64::from_le_bytes(bytes) % 1_000_000_000
 }
 
-/// The site: configuration plus the chapters in series order.
+impl AsRef<Chapter> for Chapter {
+    fn as_ref(&self) -> &Chapter {
+        self
+    }
+}
+
+/// The site: configuration plus the chapters in series order. `C` is the chapter as the
+/// latest stage has it: a loaded [`Chapter`] here, wrapped by each later stage in its own type
+/// (every one of them `AsRef<Chapter>`), so the site moves through the pipeline with
+/// [`Series::map_chapters`] while its configuration, taxonomy and glossary stay put.
 #[derive(Debug, Clone)]
-pub struct Series {
+pub struct Series<C = Chapter> {
     /// The site root directory.
     pub root: PathBuf,
     /// `site.toml`.
     pub config: Config,
     /// Chapters ordered by `number`, then the appendix pages by file name (drafts only when
     /// asked for).
-    pub chapters: Vec<Chapter>,
+    pub chapters: Vec<C>,
     /// Their tags and categories, each with a unique slug.
     pub taxonomy: Taxonomy,
     /// `content/glossary.toml`, if the site has one.
     pub glossary: Option<Glossary>,
 }
 
-impl Series {
+impl<C> Series<C> {
+    /// The same site with every chapter carried on by the next stage: `f` gets all the
+    /// chapters in series order (to work on them in parallel if it likes) and must return one
+    /// chapter for each, in the same order.
+    pub fn map_chapters<D>(self, f: impl FnOnce(Vec<C>) -> Vec<D>) -> Series<D> {
+        let count = self.chapters.len();
+        let chapters = f(self.chapters);
+        assert_eq!(chapters.len(), count, "a stage must keep every chapter");
+        Series {
+            root: self.root,
+            config: self.config,
+            chapters,
+            taxonomy: self.taxonomy,
+            glossary: self.glossary,
+        }
+    }
+}
+
+impl<C: AsRef<Chapter>> Series<C> {
     /// Finds a chapter by slug.
-    pub fn chapter(&self, slug: &str) -> Option<&Chapter> {
-        self.chapters.iter().find(|c| c.slug == slug)
+    pub fn chapter(&self, slug: &str) -> Option<&C> {
+        self.chapters.iter().find(|c| c.as_ref().slug == slug)
     }
 
     /// Problems in the sources that do not stop the build: a tag spelt two ways, characters XML
@@ -144,7 +148,7 @@ impl Series {
     pub fn warnings(&self) -> Vec<Diagnostic> {
         let mut all = self.config.warnings.clone();
         all.extend(self.taxonomy.warnings.iter().cloned());
-        for chapter in &self.chapters {
+        for chapter in self.chapters.iter().map(AsRef::as_ref) {
             all.extend(chapter.front.warnings.iter().cloned());
             let body = chapter.body_offset..chapter.source.len();
             all.extend(crate::text::check_source(
@@ -156,10 +160,32 @@ impl Series {
         all
     }
 
-    /// Source text of a file of the site, for diagnostics.
+    /// The text of every chapter as loaded, for printing diagnostics after the series is gone.
+    pub fn sources(&self) -> Sources {
+        Sources {
+            root: self.root.clone(),
+            chapters: self
+                .chapters
+                .iter()
+                .map(|c| (c.as_ref().path.clone(), c.as_ref().source.clone()))
+                .collect(),
+        }
+    }
+}
+
+/// The source text of a site's files as the command read them, for diagnostics: a chapter as
+/// it was loaded (even if it changed since), any other file from the disk.
+#[derive(Debug, Clone, Default)]
+pub struct Sources {
+    root: PathBuf,
+    chapters: BTreeMap<PathBuf, String>,
+}
+
+impl Sources {
+    /// Source text of a file of the site.
     pub fn source_of(&self, path: &Path) -> Option<String> {
-        if let Some(chapter) = self.chapters.iter().find(|c| c.path == path) {
-            return Some(chapter.source.clone());
+        if let Some(source) = self.chapters.get(path) {
+            return Some(source.clone());
         }
         std::fs::read_to_string(self.root.join(path)).ok()
     }

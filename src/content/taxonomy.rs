@@ -15,7 +15,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::config::value_span;
 use crate::content::Chapter;
 use crate::diagnostic::{Diagnostic, Location};
-use crate::markdown::slugify;
+use crate::text::slugify;
 
 /// The tags and categories of a series.
 #[derive(Debug, Clone, Default)]

@@ -22,6 +22,15 @@ mod reap;
 mod take_home;
 
 pub use reap::{kill_orphans, signal_group};
+
+/// Kills every process group of `groups` and whatever the experiments started that this process
+/// adopted: what an interrupt does (`interrupt::install(lab::kill_everything)`).
+pub fn kill_everything(groups: &[u32]) {
+    for &group in groups {
+        signal_group(group, libc::SIGKILL);
+    }
+    kill_orphans(&[]);
+}
 pub use take_home::{Download, downloads};
 
 use std::collections::HashMap;
@@ -34,6 +43,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::content::{Chapter, Series};
 use crate::diagnostic::{Diagnostic, Location};
+use crate::markdown::Parsed;
 pub use generate::{ChapterBlocks, RecordedLines, SourceMap, generate};
 use lab_protocol::ChapterResults;
 
@@ -79,6 +89,50 @@ pub struct ChapterRun {
     pub from_cache: bool,
 }
 
+/// A parsed chapter with what its experiments produced: this stage's output. It dereferences
+/// to the [`Parsed`] chapter.
+#[derive(Debug, Clone)]
+pub struct Ran {
+    /// The chapter as parsed.
+    pub parsed: Parsed,
+    /// Its experiment results, if it has experiments and they ran (or came from the cache).
+    pub run: Option<ChapterRun>,
+}
+
+impl Ran {
+    /// True when the chapter has experiments but no results: they failed (already reported)
+    /// or never ran. Lookups of its values, figures and tables are then not errors of their
+    /// own, so that one mistake gives one error.
+    pub fn lacks_results(&self) -> bool {
+        !self.doc.experiments.is_empty() && self.run.is_none()
+    }
+}
+
+impl std::ops::Deref for Ran {
+    type Target = Parsed;
+    fn deref(&self) -> &Parsed {
+        &self.parsed
+    }
+}
+
+impl AsRef<Chapter> for Ran {
+    fn as_ref(&self) -> &Chapter {
+        &self.parsed.chapter
+    }
+}
+
+impl AsRef<Parsed> for Ran {
+    fn as_ref(&self) -> &Parsed {
+        &self.parsed
+    }
+}
+
+impl AsRef<Ran> for Ran {
+    fn as_ref(&self) -> &Ran {
+        self
+    }
+}
+
 /// How to run the lab stage.
 #[derive(Debug, Clone)]
 pub struct LabPlan {
@@ -103,7 +157,7 @@ struct Paths {
 }
 
 impl Paths {
-    fn new(series: &Series) -> Self {
+    fn new<C>(series: &Series<C>) -> Self {
         let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
         let lab_crate = match &series.config.lab.crate_path {
             Some(p) => series.root.join(p),
@@ -127,7 +181,7 @@ impl Paths {
 
 /// The last results of each chapter from the cache, stale or not, without compiling or running
 /// anything (`check` uses them to know the names of values, figures and tables).
-pub fn last_results(series: &Series) -> Vec<Option<ChapterRun>> {
+pub fn last_results(series: &Series<Parsed>) -> Vec<Option<ChapterRun>> {
     let cache_dir = series.root.join(".attnbook").join("cache");
     series
         .chapters
@@ -153,7 +207,7 @@ pub struct Runs {
 }
 
 /// Runs (or loads from cache) the experiments of every chapter.
-pub fn run(series: &Series, plan: &LabPlan) -> Runs {
+pub fn run(series: &Series<Parsed>, plan: &LabPlan) -> Runs {
     let mut out = Runs {
         runs: vec![None; series.chapters.len()],
         errors: Vec::new(),
@@ -189,7 +243,7 @@ pub fn run(series: &Series, plan: &LabPlan) -> Runs {
     if stale.is_empty() {
         return out;
     }
-    let all: Vec<&Chapter> = with_blocks.iter().map(|&i| &series.chapters[i]).collect();
+    let all: Vec<&Parsed> = with_blocks.iter().map(|&i| &series.chapters[i]).collect();
     let stale_slugs: Vec<&str> = stale
         .iter()
         .map(|(i, _)| series.chapters[*i].slug.as_str())
@@ -203,7 +257,7 @@ pub fn run(series: &Series, plan: &LabPlan) -> Runs {
     };
     out.errors.extend(built.errors.iter().cloned());
     // Chapters that did not compile have their errors reported already.
-    let runnable: Vec<(usize, String, &Chapter, &Path)> = stale
+    let runnable: Vec<(usize, String, &Parsed, &Path)> = stale
         .into_iter()
         .filter_map(|(i, key)| {
             let chapter = &series.chapters[i];
@@ -211,7 +265,7 @@ pub fn run(series: &Series, plan: &LabPlan) -> Runs {
             Some((i, key, chapter, executable))
         })
         .collect();
-    let jobs: Vec<(&Chapter, &Path)> = runnable.iter().map(|(_, _, c, e)| (*c, *e)).collect();
+    let jobs: Vec<(&Parsed, &Path)> = runnable.iter().map(|(_, _, c, e)| (*c, *e)).collect();
     reap::become_subreaper();
     let outcomes = run_all(
         &paths,
@@ -274,7 +328,7 @@ impl Built {
 /// Generates the crate for every chapter with blocks and compiles the stale ones.
 fn build(
     paths: &Paths,
-    chapters: &[&Chapter],
+    chapters: &[&Parsed],
     stale: &[&str],
     plan: &LabPlan,
 ) -> Result<Built, Vec<Diagnostic>> {
@@ -384,7 +438,7 @@ struct RunSettings<'a> {
 fn run_all(
     paths: &Paths,
     map: &SourceMap,
-    jobs: &[(&Chapter, &Path)],
+    jobs: &[(&Parsed, &Path)],
     plan: &LabPlan,
     site: &crate::config::LabConfig,
     toolchain: &str,
@@ -448,7 +502,7 @@ fn run_all(
 /// Whether a chapter measures time: a block calls `lab.bench` or reads the clock with
 /// `Instant`. Such chapters run alone (see [`run_all`]), since a timing taken while another
 /// chapter's experiments compete for the cores says little about the code it times.
-fn times_itself(chapter: &Chapter) -> bool {
+fn times_itself(chapter: &Parsed) -> bool {
     chapter.doc.experiments.iter().any(|block| {
         block
             .lines
@@ -468,7 +522,7 @@ fn run_token(slug: &str) -> String {
     format!("{}-{n}-{}", std::process::id(), &slug[..8])
 }
 
-fn run_chapter(settings: &RunSettings<'_>, chapter: &Chapter, executable: &Path) -> Outcome {
+fn run_chapter(settings: &RunSettings<'_>, chapter: &Parsed, executable: &Path) -> Outcome {
     let RunSettings {
         map,
         results_dir,
@@ -568,7 +622,7 @@ fn read_results(path: &Path, cap: u64) -> Result<Option<ChapterResults>, String>
 
 /// Turns a failed run into a diagnostic at the block (or line) that failed.
 fn failure(
-    chapter: &Chapter,
+    chapter: &Parsed,
     map: &SourceMap,
     finished: &process::Finished,
     results: Option<&ChapterResults>,
@@ -679,12 +733,11 @@ mod tests {
         assert!(!cpu_model().is_empty());
     }
 
-    fn chapter_with(code: &str) -> Chapter {
+    fn chapter_with(code: &str) -> Parsed {
         let source =
             format!("+++\ntitle = \"t\"\nnumber = 1\n+++\n\n```rust,experiment\n{code}\n```\n");
-        let mut chapter = Chapter::parse(Path::new("content/01-t.md"), source).unwrap();
-        chapter.doc = crate::markdown::parse(&chapter).0;
-        chapter
+        let chapter = Chapter::parse(Path::new("content/01-t.md"), source).unwrap();
+        Parsed::new(chapter).0
     }
 
     #[test]

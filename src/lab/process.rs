@@ -81,15 +81,6 @@ struct Progress {
     kept: usize,
 }
 
-/// Descriptors of the chapter processes running now (also their process groups): the
-/// reaper must leave them to their `Child` handles.
-static RUNNING: Mutex<Vec<u32>> = Mutex::new(Vec::new());
-
-/// Whether `pid` is a chapter process that its own `Child` handle waits for.
-pub(super) fn is_ours(pid: u32) -> bool {
-    RUNNING.lock().is_ok_and(|running| running.contains(&pid))
-}
-
 /// How long to wait for pipes to close once the process tree is gone.
 const DRAIN_PATIENCE: Duration = Duration::from_secs(5);
 
@@ -127,15 +118,8 @@ pub(super) fn run(
         limits.memory,
         [(child_write.as_raw_fd(), 3), (child_read.as_raw_fd(), 4)],
     );
-    let mut child = {
-        // Registered under the lock, so the reaper never sees the process unregistered.
-        let mut running = RUNNING
-            .lock()
-            .map_err(|_| std::io::Error::other("poisoned"))?;
-        let child = command.spawn()?;
-        running.push(child.id());
-        child
-    };
+    // Registered as it starts, so the reaper never sees the process unregistered.
+    let mut child = reap::spawn_registered(&mut command)?;
     drop((child_write, child_read));
     let pid = child.id();
     let _interrupt = crate::interrupt::process_group(pid);
@@ -156,9 +140,7 @@ pub(super) fn run(
         });
     }
     let ending = watch(&mut child, &progress, limits);
-    if let Ok(mut running) = RUNNING.lock() {
-        running.retain(|&p| p != pid);
-    }
+    reap::unregister(pid);
     reap::kill_tree(pid, token, DRAIN_PATIENCE);
     let ending = ending?;
     let deadline = Instant::now() + DRAIN_PATIENCE;

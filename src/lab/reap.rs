@@ -10,7 +10,36 @@
 //! left. [`kill_orphans`] does the same without asking for a token, for when no experiment may
 //! be running any more (the end of the lab stage, an interrupt).
 
+use std::process::{Child, Command};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
+
+/// Descriptors of the chapter processes running now (also their process groups): the
+/// reaper must leave them to their `Child` handles.
+static RUNNING: Mutex<Vec<u32>> = Mutex::new(Vec::new());
+
+/// Whether `pid` is a chapter process that its own `Child` handle waits for.
+fn is_running_chapter(pid: u32) -> bool {
+    RUNNING.lock().is_ok_and(|running| running.contains(&pid))
+}
+
+/// Spawns a chapter process and registers it under the lock, so the reaper never sees it
+/// unregistered.
+pub(super) fn spawn_registered(command: &mut Command) -> std::io::Result<Child> {
+    let mut running = RUNNING
+        .lock()
+        .map_err(|_| std::io::Error::other("poisoned"))?;
+    let child = command.spawn()?;
+    running.push(child.id());
+    Ok(child)
+}
+
+/// Hands a chapter process that its `Child` handle has waited for over to the reaper.
+pub(super) fn unregister(pid: u32) {
+    if let Ok(mut running) = RUNNING.lock() {
+        running.retain(|&p| p != pid);
+    }
+}
 
 /// The environment variable that marks every process of one chapter run.
 pub(super) const RUN_TOKEN_ENV: &str = "ATTNBOOK_RUN";
@@ -107,7 +136,7 @@ fn adopted_children() -> Vec<Process> {
             let (ppid, group) = parent_and_group(&stat)?;
             (ppid == me).then_some(Process { pid, group })
         })
-        .filter(|p| !super::process::is_ours(p.pid))
+        .filter(|p| !is_running_chapter(p.pid))
         .collect()
 }
 

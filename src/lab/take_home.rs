@@ -20,7 +20,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use super::Paths;
-use crate::content::{Chapter, Series};
+use crate::content::Series;
+use crate::markdown::Parsed;
+
+use super::Ran;
 
 /// One chapter's take-home archive.
 pub struct Download {
@@ -51,13 +54,14 @@ fn archive_name(slug: &str) -> String {
 
 /// Every chapter's archive; none without `repository`. `Err` says why no download can be
 /// offered (the build warns and goes on without them).
-pub fn downloads(series: &Series) -> Result<Vec<Download>, String> {
+pub fn downloads<C: AsRef<Ran>>(series: &Series<C>) -> Result<Vec<Download>, String> {
     let Some(repository) = &series.config.repository else {
         return Ok(Vec::new());
     };
-    let chapters: Vec<(usize, &Chapter)> = series
+    let chapters: Vec<(usize, &Ran)> = series
         .chapters
         .iter()
+        .map(AsRef::as_ref)
         .enumerate()
         .filter(|(_, c)| c.run.is_some() && !c.doc.experiments.is_empty())
         .collect();
@@ -151,7 +155,7 @@ struct Project {
 /// The project of one chapter; `build_lock` is the lock file of the build's experiment crate,
 /// whose root package is `build_package`.
 fn project(
-    chapter: &Chapter,
+    chapter: &Parsed,
     page: &str,
     pin: &Pin,
     build_lock: &str,
@@ -206,7 +210,7 @@ fn manifest(name: &str, title: &str, page: &str, pin: &Pin) -> String {
     )
 }
 
-fn program(chapter: &Chapter, title: &str, page: &str, pin: &Pin) -> String {
+fn program(chapter: &Parsed, title: &str, page: &str, pin: &Pin) -> String {
     let mut text = format!(
         "//! The experiments of \"{title}\" (chapter {number}), {page}\n\
          //!\n\
@@ -385,14 +389,14 @@ mod tests {
         }
     }
 
-    fn chapter() -> Chapter {
+    fn chapter() -> Parsed {
         let source = "+++\ntitle = \"带回家\\n的实验\"\nnumber = 3\nseed = 42\n+++\n\n\
             ```rust,experiment\n# let n = 2;\nlet s = \"a\n  b\";\n```\n\n\
             ```rust,experiment,hide\nlab.value(\"n\", n as f64);\n```\n";
-        let mut chapter =
-            Chapter::parse(Path::new("content/03-home.md"), source.to_string()).unwrap();
-        chapter.doc = crate::markdown::parse(&chapter).0;
-        chapter
+        let chapter =
+            crate::content::Chapter::parse(Path::new("content/03-home.md"), source.to_string())
+                .unwrap();
+        Parsed::new(chapter).0
     }
 
     fn pin() -> Pin {

@@ -23,29 +23,6 @@ pub struct Heading {
     pub html: String,
 }
 
-/// Turns heading text into an anchor id, keeping CJK and other letters (like mdBook's
-/// `normalize_id`): lowercase, alphanumerics kept, runs of anything else become one `-`.
-pub fn slugify(text: &str) -> String {
-    let mut out = String::new();
-    let mut dash = false;
-    for c in text.chars().flat_map(char::to_lowercase) {
-        if c.is_alphanumeric() || c == '_' {
-            if dash && !out.is_empty() {
-                out.push('-');
-            }
-            dash = false;
-            out.push(c);
-        } else {
-            dash = true;
-        }
-    }
-    if out.is_empty() {
-        "section".to_string()
-    } else {
-        out
-    }
-}
-
 /// `base`, or `base-1`, `base-2`, ... if taken.
 pub(super) fn unique_id(base: &str, taken: &[&str]) -> String {
     if !taken.contains(&base) {
@@ -71,6 +48,7 @@ pub(super) fn level_number(level: HeadingLevel) -> u8 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::text::slugify;
 
     #[test]
     fn slugs_keep_chinese_and_collapse_punctuation() {

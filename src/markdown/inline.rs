@@ -15,7 +15,7 @@ use pulldown_cmark::{Event, LinkType, Options, Parser, Tag, TagEnd};
 use super::{cite, raw_html};
 use crate::content::Chapter;
 use crate::diagnostic::Diagnostic;
-use crate::quotes::syntax::{self, QuoteSyntax};
+use crate::markdown::quote::{self as syntax, QuoteSyntax};
 
 /// A construct recognised on the source before inline parsing, then masked.
 #[derive(Debug, Clone)]

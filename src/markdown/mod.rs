@@ -10,6 +10,7 @@ mod east_asian;
 pub(crate) mod experiment;
 mod headings;
 mod inline;
+pub mod quote;
 mod raw_html;
 pub mod refs;
 mod stray_math;
@@ -20,11 +21,11 @@ use pulldown_cmark::{CodeBlockKind, Event, HeadingLevel, LinkType, Options, Pars
 
 use crate::content::Chapter;
 use crate::diagnostic::Diagnostic;
-use crate::quotes::syntax::QuoteSyntax;
 pub use east_asian::is_cjk;
 pub use experiment::{BlockOptions, Experiment, Fold};
-pub use headings::{Heading, slugify};
+pub use headings::Heading;
 use inline::Inline;
+use quote::QuoteSyntax;
 
 /// The one parser constructor: `build`, `verify`, `check` and the TOC all parse this way.
 pub fn new_parser(text: &str) -> pulldown_cmark::OffsetIter<'_> {
@@ -164,6 +165,43 @@ impl Doc {
             .iter()
             .filter_map(|m| m.label.as_deref())
             .collect()
+    }
+}
+
+/// A chapter with its parsed body: what this stage adds to a loaded chapter. It dereferences
+/// to the [`Chapter`], so the stages after this one read `parsed.slug` and `parsed.doc` alike.
+#[derive(Debug, Clone)]
+pub struct Parsed {
+    /// The chapter as loaded.
+    pub chapter: Chapter,
+    /// Its parsed body.
+    pub doc: Doc,
+}
+
+impl Parsed {
+    /// Parses a loaded chapter; problems (malformed quotes, bad block options) come alongside.
+    pub fn new(chapter: Chapter) -> (Parsed, Vec<Diagnostic>) {
+        let (doc, problems) = parse(&chapter);
+        (Parsed { chapter, doc }, problems)
+    }
+}
+
+impl std::ops::Deref for Parsed {
+    type Target = Chapter;
+    fn deref(&self) -> &Chapter {
+        &self.chapter
+    }
+}
+
+impl AsRef<Chapter> for Parsed {
+    fn as_ref(&self) -> &Chapter {
+        &self.chapter
+    }
+}
+
+impl AsRef<Parsed> for Parsed {
+    fn as_ref(&self) -> &Parsed {
+        self
     }
 }
 
@@ -539,7 +577,7 @@ impl<'c> Builder<'c> {
         let index = self.doc.headings.len();
         let id = open.id.unwrap_or_else(|| {
             let taken: Vec<&str> = self.doc.headings.iter().map(|h| h.id.as_str()).collect();
-            headings::unique_id(&slugify(&open.text), &taken)
+            headings::unique_id(&crate::text::slugify(&open.text), &taken)
         });
         let level = headings::level_number(open.level);
         self.doc.headings.push(Heading {

@@ -12,7 +12,7 @@ use regex::Regex;
 use super::{cite, refs};
 use crate::content::Chapter;
 use crate::diagnostic::Diagnostic;
-use crate::quotes::syntax;
+use crate::markdown::quote as syntax;
 
 static COMMENT: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(?s)<!--.*?(-->|$)").expect("static regex"));

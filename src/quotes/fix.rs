@@ -7,7 +7,7 @@ use std::ops::Range;
 use std::path::Path;
 
 use super::Binding;
-use super::syntax::{self, QuoteSyntax};
+use crate::markdown::quote::{self as syntax, QuoteSyntax};
 
 /// One replacement in a file.
 #[derive(Debug, Clone, PartialEq, Eq)]

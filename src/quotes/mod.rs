@@ -1,20 +1,62 @@
 //! Stage 4: bind quoted numbers to experiment values and check them (DESIGN §3.4, §3.5).
 //!
-//! [`syntax`] parses `[TEXT]{=name TOLERANCE}`; [`bind`] looks every quote up among the values
+//! The syntax `[TEXT]{=name TOLERANCE}` is recognised where the chapter is parsed
+//! ([`crate::markdown::quote`]); [`bind`] looks every quote up among the values
 //! the experiments recorded, formats the rerun value like the quote and checks the tolerance;
 //! [`output`] compares pinned outputs token by token; [`fix`] rewrites drifted numbers.
 
 pub mod fix;
 pub mod output;
-pub mod syntax;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use crate::content::{Chapter, Series};
 use crate::diagnostic::{Diagnostic, closest, did_you_mean};
-use crate::lab::RecordedLines;
-use syntax::{QuoteSyntax, QuotedNumber, Tolerance};
+use crate::lab::{Ran, RecordedLines};
+use crate::markdown::Parsed;
+use crate::markdown::quote::{QuoteSyntax, QuotedNumber, Tolerance};
+
+/// A chapter with its quotes bound to the rerun: this stage's output. It dereferences to the
+/// [`Ran`] chapter.
+#[derive(Debug, Clone)]
+pub struct Bound {
+    /// The chapter with its experiment results.
+    pub ran: Ran,
+    /// One binding per quote, in `doc.quotes` order.
+    pub bindings: Vec<Binding>,
+}
+
+impl std::ops::Deref for Bound {
+    type Target = Ran;
+    fn deref(&self) -> &Ran {
+        &self.ran
+    }
+}
+
+impl AsRef<Chapter> for Bound {
+    fn as_ref(&self) -> &Chapter {
+        &self.ran.parsed.chapter
+    }
+}
+
+impl AsRef<Parsed> for Bound {
+    fn as_ref(&self) -> &Parsed {
+        &self.ran.parsed
+    }
+}
+
+impl AsRef<Ran> for Bound {
+    fn as_ref(&self) -> &Ran {
+        &self.ran
+    }
+}
+
+impl AsRef<Bound> for Bound {
+    fn as_ref(&self) -> &Bound {
+        self
+    }
+}
 
 /// Whether a quote agrees with the rerun.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,10 +111,10 @@ pub struct ValueIndex {
 
 impl ValueIndex {
     /// Flattens the recorded values (`name`, `name.i`, `name.i.j`).
-    pub fn new(series: &Series) -> Self {
+    pub fn new<C: AsRef<Ran>>(series: &Series<C>) -> Self {
         let mut chapters = BTreeMap::new();
         let mut all_lines = BTreeMap::new();
-        for chapter in &series.chapters {
+        for chapter in series.chapters.iter().map(AsRef::as_ref) {
             let mut values = BTreeMap::new();
             let mut lines = BTreeMap::new();
             let recorded = RecordedLines::new(&chapter.doc.experiments);
@@ -154,7 +196,7 @@ fn flatten(shape: &[usize], data: &[lab_protocol::Number]) -> Vec<(String, f64)>
 }
 
 /// Binds every quote of every chapter; unknown names are errors, drift is reported separately.
-pub fn bind(series: &Series) -> (Vec<Vec<Binding>>, Vec<Diagnostic>) {
+pub fn bind(series: &Series<Ran>) -> (Vec<Vec<Binding>>, Vec<Diagnostic>) {
     let index = ValueIndex::new(series);
     let mut all = Vec::new();
     let mut errors = Vec::new();
@@ -420,6 +462,7 @@ pub fn page_rule_text(tolerance: Tolerance, quoted: &QuotedNumber) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::markdown::quote as syntax;
 
     fn q(text: &str) -> QuoteSyntax {
         let (quotes, errors) = syntax::scan(text, 0, &[]);

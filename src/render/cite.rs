@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 use super::cache::{self, Cache};
 use crate::content::Series;
 use crate::diagnostic::{Diagnostic, Location, closest, did_you_mean};
+use crate::markdown::Parsed;
 use crate::render::html::escape;
 
 /// The site's bibliography.
@@ -110,7 +111,7 @@ fn unknown_style(name: &str) -> Diagnostic {
 
 /// Renders every chapter's citations and reference list; unknown keys are diagnostics.
 pub fn render(
-    series: &Series,
+    series: &Series<Parsed>,
     bibliography: Option<&Bibliography>,
     cache: &mut CitationCache,
 ) -> (Vec<ChapterCitations>, Vec<Diagnostic>) {
@@ -180,7 +181,7 @@ fn render_chapter(
     bib: &Bibliography,
     style: &IndependentStyle,
     locales: &[Locale],
-    chapter: &crate::content::Chapter,
+    chapter: &Parsed,
 ) -> (ChapterCitations, Vec<Diagnostic>) {
     let mut problems = Vec::new();
     let mut driver = BibliographyDriver::new();

@@ -23,7 +23,7 @@ pub fn html(glossary: &Glossary, renderer: &MathRenderer) -> (String, Vec<(usize
                 escape(&term.english),
                 variants.join("、"),
                 escape(term.note.as_deref().unwrap_or_default()),
-                id = escape(&crate::markdown::slugify(&term.english)),
+                id = escape(&crate::text::slugify(&term.english)),
             );
         }
         out.push_str("</tbody>\n</table></div>\n");

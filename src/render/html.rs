@@ -437,11 +437,6 @@ fn quote_html(binding: &Binding, href: Option<&str>) -> String {
     )
 }
 
-/// The id of the element holding Markdown line `line` of an experiment block's code.
-pub fn line_id(line: usize) -> String {
-    format!("L{line}")
-}
-
 /// The link to the code line that recorded a value: on this page, or on its chapter's page.
 pub fn source_href(base_path: &str, source: &crate::quotes::Source) -> String {
     let page = if source.local {
@@ -449,7 +444,7 @@ pub fn source_href(base_path: &str, source: &crate::quotes::Source) -> String {
     } else {
         crate::render::chapter_url(base_path, &source.chapter)
     };
-    format!("{page}#{}", line_id(source.line))
+    format!("{page}#{}", links::line_id(source.line))
 }
 
 fn experiment_html(inputs: &PageInputs<'_>, numbering: &Numbering<'_>, exp: &Experiment) -> String {
@@ -532,7 +527,7 @@ fn mark_lines(highlighted: &str, exp: &Experiment) -> String {
     let mut out = String::with_capacity(highlighted.len() + 40 * lines.len());
     for (i, (html, line)) in lines.iter().zip(exp.displayed_lines()).enumerate() {
         let newline = if i < last { "\n" } else { "" };
-        let id = line_id(line.line);
+        let id = links::line_id(line.line);
         let marked = format!("<span class=\"code-line\" id=\"{id}\">{html}{newline}</span>");
         if line.shown {
             out.push_str(&marked);

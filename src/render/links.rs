@@ -7,6 +7,7 @@ use std::path::Path;
 
 use crate::content::{Series, slug_of};
 use crate::diagnostic::{Diagnostic, closest, did_you_mean};
+use crate::lab::Ran;
 use crate::render::chapter_url;
 
 /// What a link points at, if it is internal.
@@ -18,6 +19,11 @@ pub enum Target<'a> {
     Anchor(&'a str),
     /// Anything else (external URL, static file): left as written.
     Other,
+}
+
+/// The id of the element holding Markdown line `line` of an experiment block's code.
+pub fn line_id(line: usize) -> String {
+    format!("L{line}")
 }
 
 /// Classifies a destination.
@@ -98,9 +104,9 @@ fn check_image(root: &std::path::Path, dest: &str) -> Option<(String, String)> {
 }
 
 /// Every anchor of every chapter: headings, figures, tables, experiment blocks.
-fn anchors(series: &Series) -> BTreeMap<&str, Vec<String>> {
+fn anchors<C: AsRef<Ran>>(series: &Series<C>) -> BTreeMap<&str, Vec<String>> {
     let mut all = BTreeMap::new();
-    for chapter in &series.chapters {
+    for chapter in series.chapters.iter().map(AsRef::<Ran>::as_ref) {
         let mut ids: Vec<String> = chapter.doc.headings.iter().map(|h| h.id.clone()).collect();
         ids.extend((1..=chapter.doc.experiments.len()).map(|n| format!("experiment-{n}")));
         // Every code line of a block has the id of its Markdown line, as quotes link to it.
@@ -110,7 +116,7 @@ fn anchors(series: &Series) -> BTreeMap<&str, Vec<String>> {
                 .experiments
                 .iter()
                 .flat_map(|e| e.displayed_lines())
-                .map(|l| super::html::line_id(l.line)),
+                .map(|l| line_id(l.line)),
         );
         ids.extend(
             chapter
@@ -145,10 +151,10 @@ fn anchors(series: &Series) -> BTreeMap<&str, Vec<String>> {
 }
 
 /// Checks every internal link of the series.
-pub fn check(series: &Series) -> Vec<Diagnostic> {
+pub fn check<C: AsRef<Ran>>(series: &Series<C>) -> Vec<Diagnostic> {
     let anchors = anchors(series);
     let mut problems = Vec::new();
-    for chapter in &series.chapters {
+    for chapter in series.chapters.iter().map(AsRef::<Ran>::as_ref) {
         for link in &chapter.doc.links {
             if link.image {
                 if let Some((message, help)) = check_image(&series.root, &link.dest) {
@@ -170,6 +176,7 @@ pub fn check(series: &Series) -> Vec<Diagnostic> {
             let target_ran = series
                 .chapters
                 .iter()
+                .map(AsRef::<Ran>::as_ref)
                 .find(|c| c.slug == slug)
                 .is_none_or(|c| c.run.is_some() || c.doc.experiments.is_empty());
             if !target_ran && anchor.is_some_and(|a| a.starts_with("fig-") || a.starts_with("tab-"))
@@ -231,21 +238,22 @@ mod tests {
 
     /// A series of `(file name, body)` chapters, parsed as a build parses them; `ran` lists
     /// the slugs whose experiments ran, each with a figure `curve` and a table `t`.
-    fn series(chapters: &[(&str, &str)], ran: &[&str], root: &Path) -> Series {
+    fn series(chapters: &[(&str, &str)], ran: &[&str], root: &Path) -> Series<Ran> {
         let chapters = chapters
             .iter()
             .enumerate()
             .map(|(i, (file, body))| {
                 let text = format!("+++\ntitle = \"T\"\nnumber = {}\n+++\n{body}", i + 1);
                 let path = Path::new("content").join(file);
-                let mut chapter = crate::content::Chapter::parse(&path, text).unwrap();
-                chapter.doc = crate::markdown::parse(&chapter).0;
-                if ran.contains(&chapter.slug.as_str()) {
-                    chapter.run = Some(ran_with_figure_and_table());
-                }
-                chapter
+                let chapter = crate::content::Chapter::parse(&path, text).unwrap();
+                let parsed = crate::markdown::Parsed::new(chapter).0;
+                let run = ran
+                    .contains(&parsed.slug.as_str())
+                    .then(ran_with_figure_and_table);
+                Ran { parsed, run }
             })
             .collect::<Vec<_>>();
+        let loaded: Vec<_> = chapters.iter().map(|c| c.parsed.chapter.clone()).collect();
         Series {
             root: root.to_path_buf(),
             config: crate::config::Config::parse(
@@ -253,7 +261,7 @@ mod tests {
                 "title = \"T\"\nbase_url = \"/\"\n",
             )
             .unwrap(),
-            taxonomy: crate::content::Taxonomy::of(&chapters),
+            taxonomy: crate::content::Taxonomy::of(&loaded),
             chapters,
             glossary: None,
         }
@@ -277,7 +285,7 @@ mod tests {
     }
 
     /// `line:col message (help)` for each problem, in order.
-    fn problems(series: &Series) -> Vec<String> {
+    fn problems(series: &Series<Ran>) -> Vec<String> {
         check(series)
             .iter()
             .map(|d| {

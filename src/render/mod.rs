@@ -27,8 +27,9 @@ use tera::Tera;
 use crate::config::Config;
 use crate::content::{Chapter, Series, Taxonomy};
 use crate::diagnostic::{Diagnostic, Location};
-use crate::lab::RunMeta;
-use crate::markdown::Heading;
+use crate::lab::{Ran, RunMeta};
+use crate::markdown::{Heading, Parsed};
+use crate::quotes::Bound;
 use taxonomy::{Kind, TermLink};
 
 const DEFAULT_TEMPLATES: [(&str, &str); 11] = [
@@ -53,6 +54,49 @@ const DEFAULT_TEMPLATES: [(&str, &str); 11] = [
     ),
     ("print.html", include_str!("../../templates/print.html")),
 ];
+
+/// A chapter rendered: its body as HTML, ready for the templates; this stage's output. It
+/// dereferences to the [`Bound`] chapter.
+#[derive(Debug, Clone)]
+pub struct Page {
+    /// The chapter with its quotes bound.
+    pub bound: Bound,
+    /// The rendered body.
+    pub html: String,
+    /// The file name of the chapter's take-home experiments, beside its page, when offered.
+    pub take_home: Option<String>,
+}
+
+impl std::ops::Deref for Page {
+    type Target = Bound;
+    fn deref(&self) -> &Bound {
+        &self.bound
+    }
+}
+
+impl AsRef<Chapter> for Page {
+    fn as_ref(&self) -> &Chapter {
+        &self.bound.ran.parsed.chapter
+    }
+}
+
+impl AsRef<Parsed> for Page {
+    fn as_ref(&self) -> &Parsed {
+        &self.bound.ran.parsed
+    }
+}
+
+impl AsRef<Ran> for Page {
+    fn as_ref(&self) -> &Ran {
+        &self.bound.ran
+    }
+}
+
+impl AsRef<Bound> for Page {
+    fn as_ref(&self) -> &Bound {
+        &self.bound
+    }
+}
 
 /// Loads the templates: embedded defaults, overridden by `root/templates/*.html`.
 pub fn load_templates(root: &Path) -> Result<Tera, Vec<Diagnostic>> {
@@ -177,13 +221,13 @@ pub struct ChapterView<'a> {
 
 impl<'a> ChapterView<'a> {
     /// From a rendered chapter; `taxonomy` gives its tags' and category's URLs.
-    pub fn new(chapter: &'a Chapter, base_path: &str, taxonomy: &Taxonomy) -> Self {
+    pub fn new(chapter: &'a Page, base_path: &str, taxonomy: &Taxonomy) -> Self {
         Self::with_base_url(chapter, base_path, "", taxonomy)
     }
 
     /// With an absolute permalink (feeds and sitemaps need full URLs).
     pub fn with_base_url(
-        chapter: &'a Chapter,
+        chapter: &'a Page,
         base_path: &str,
         base_url: &str,
         taxonomy: &Taxonomy,
@@ -324,7 +368,7 @@ pub fn isa_name(level: &str) -> String {
 /// Renders one chapter page.
 pub fn chapter_page<'a>(
     tera: &Tera,
-    series: &'a Series,
+    series: &'a Series<Page>,
     values: &crate::quotes::ValueIndex,
     related: &taxonomy::Related,
     index: usize,
@@ -332,7 +376,7 @@ pub fn chapter_page<'a>(
     let chapter = &series.chapters[index];
     let site = SiteView::new(&series.config);
     let base = site.base_path.clone();
-    let link = |c: &'a Chapter| LinkView {
+    let link = |c: &'a Page| LinkView {
         title: &c.front.title,
         url: chapter_url(&base, &c.slug),
     };
@@ -377,7 +421,11 @@ pub fn chapter_page<'a>(
 }
 
 /// Renders the index page; `intro_html` is the rendered `intro` of site.toml.
-pub fn index_page(tera: &Tera, series: &Series, intro_html: &str) -> Result<String, Diagnostic> {
+pub fn index_page(
+    tera: &Tera,
+    series: &Series<Page>,
+    intro_html: &str,
+) -> Result<String, Diagnostic> {
     let site = SiteView::new(&series.config);
     let chapters: Vec<ChapterView<'_>> = series
         .chapters
@@ -406,7 +454,7 @@ fn site_meta(site: &SiteView<'_>, title: String, url: String) -> MetaView {
 }
 
 /// Renders `404.html`.
-pub fn not_found_page(tera: &Tera, series: &Series) -> Result<String, Diagnostic> {
+pub fn not_found_page(tera: &Tera, series: &Series<Page>) -> Result<String, Diagnostic> {
     let site = SiteView::new(&series.config);
     let mut context = tera::Context::new();
     context.insert(
@@ -425,7 +473,7 @@ pub fn not_found_page(tera: &Tera, series: &Series) -> Result<String, Diagnostic
 /// Renders an XML template (`atom.xml`, `sitemap.xml`) over the whole series, newest first.
 /// The Atom feed announces articles, so it leaves the appendix pages out (a glossary is not
 /// news); the sitemap lists every page.
-pub fn feed(tera: &Tera, series: &Series, template: &str) -> Result<String, Diagnostic> {
+pub fn feed(tera: &Tera, series: &Series<Page>, template: &str) -> Result<String, Diagnostic> {
     let site = SiteView::new(&series.config);
     let with_appendices = template != "atom.xml";
     let mut chapters: Vec<ChapterView<'_>> = series

@@ -25,6 +25,7 @@ use tera::Tera;
 
 use crate::content::Series;
 use crate::diagnostic::Diagnostic;
+use crate::render::Page;
 
 use super::{MetaView, SiteView, template_error};
 
@@ -48,7 +49,7 @@ struct PrintChapter<'a> {
 }
 
 /// Renders the print page; `intro_html` is the rendered `intro` of site.toml.
-pub fn page(tera: &Tera, series: &Series, intro_html: &str) -> Result<String, Diagnostic> {
+pub fn page(tera: &Tera, series: &Series<Page>, intro_html: &str) -> Result<String, Diagnostic> {
     let site = SiteView::new(&series.config);
     let slugs: HashSet<&str> = series.chapters.iter().map(|c| c.slug.as_str()).collect();
     let chapters: Vec<PrintChapter<'_>> = series

@@ -48,8 +48,9 @@ use serde::Serialize;
 use super::cache::{self, Cache};
 use super::tex_text;
 
-use crate::content::{Chapter, Series};
+use crate::content::Series;
 use crate::markdown::{Heading, Piece, is_cjk};
+use crate::quotes::Bound;
 use crate::render::chapter_url;
 use crate::text::sanitize;
 
@@ -65,7 +66,7 @@ const HEADING_WEIGHT: u32 = 5;
 
 /// The files search adds to the output: the index. The client (`search.js`, `search.css`) is an
 /// ordinary static file.
-pub fn index_files(series: &Series) -> Vec<(PathBuf, Vec<u8>)> {
+pub fn index_files<C: AsRef<Bound>>(series: &Series<C>) -> Vec<(PathBuf, Vec<u8>)> {
     let json = Sections::of(series).index_json(None);
     vec![(PathBuf::from(INDEX_PATH), json.into_bytes())]
 }
@@ -102,10 +103,10 @@ pub struct Sections {
 impl Sections {
     /// Every section of every chapter of a parsed series (quotes show their rerun values once
     /// stage 4 has bound them, their quoted text before).
-    pub fn of(series: &Series) -> Sections {
+    pub fn of<C: AsRef<Bound>>(series: &Series<C>) -> Sections {
         let base_path = series.config.base_path();
         let mut docs = Vec::new();
-        for chapter in &series.chapters {
+        for chapter in series.chapters.iter().map(AsRef::<Bound>::as_ref) {
             let url = chapter_url(&base_path, &chapter.slug);
             for section in sections(chapter) {
                 // The client shows this text as HTML: no character HTML forbids.
@@ -296,7 +297,7 @@ impl<'a> Section<'a> {
     }
 }
 
-fn sections(chapter: &Chapter) -> Vec<Section<'_>> {
+fn sections(chapter: &Bound) -> Vec<Section<'_>> {
     let doc = &chapter.doc;
     let summary = chapter.front.summary.as_deref().unwrap_or_default();
     let mut sections = vec![Section::new(None, format!("{summary}\n"))];
@@ -374,7 +375,7 @@ fn is_inline(tag: &TagEnd) -> bool {
 }
 
 /// A quoted number as the page shows it: the rerun value once bound, the quoted text before.
-fn quote_text(chapter: &Chapter, i: usize) -> String {
+fn quote_text(chapter: &Bound, i: usize) -> String {
     match chapter.bindings.get(i) {
         Some(binding) => binding.shown.clone(),
         None => {

@@ -11,6 +11,7 @@ use tera::Tera;
 use crate::content::taxonomy::{Term, Terms, term_slug};
 use crate::content::{Chapter, Series, Taxonomy};
 use crate::diagnostic::Diagnostic;
+use crate::render::Page;
 use crate::render::{ChapterView, MetaView, SiteView, template_error};
 
 /// Tags or categories.
@@ -80,9 +81,9 @@ fn terms(chapter: &Chapter, kind: Kind) -> Vec<&str> {
 }
 
 /// Every term with its chapters in series order, terms in name order.
-fn index(series: &Series, kind: Kind) -> Vec<(&Term, Vec<&Chapter>)> {
+fn index(series: &Series<Page>, kind: Kind) -> Vec<(&Term, Vec<&Page>)> {
     let all = terms_of(&series.taxonomy, kind);
-    let mut by_slug: HashMap<&str, Vec<&Chapter>> = HashMap::new();
+    let mut by_slug: HashMap<&str, Vec<&Page>> = HashMap::new();
     for chapter in &series.chapters {
         for term in terms(chapter, kind).into_iter().filter_map(|t| all.get(t)) {
             let chapters = by_slug.entry(term.slug.as_str()).or_default();
@@ -98,7 +99,7 @@ fn index(series: &Series, kind: Kind) -> Vec<(&Term, Vec<&Chapter>)> {
 }
 
 /// Every term of one kind with its count.
-pub fn links(series: &Series, kind: Kind) -> Vec<TermLink> {
+pub fn links(series: &Series<Page>, kind: Kind) -> Vec<TermLink> {
     let base = series.config.base_path();
     index(series, kind)
         .into_iter()
@@ -125,7 +126,7 @@ const RELATED: usize = 3;
 
 impl Related {
     /// Scores every pair of chapters.
-    pub fn new(series: &Series) -> Related {
+    pub fn new(series: &Series<Page>) -> Related {
         let mut ids: HashMap<&str, u32> = HashMap::new();
         let sets: Vec<Vec<u32>> = series
             .chapters
@@ -176,7 +177,7 @@ impl Related {
     }
 
     /// The related chapters of the chapter at `index`.
-    pub fn of<'a>(&self, series: &'a Series, index: usize) -> Vec<&'a Chapter> {
+    pub fn of<'a>(&self, series: &'a Series<Page>, index: usize) -> Vec<&'a Page> {
         self.of
             .get(index)
             .map(|js| js.iter().filter_map(|&j| series.chapters.get(j)).collect())
@@ -202,7 +203,7 @@ fn shared(a: &[u32], b: &[u32]) -> usize {
 }
 
 /// Renders `tags/index.html` and one page per tag and per category.
-pub fn pages(tera: &Tera, series: &Series) -> Result<Vec<(PathBuf, Vec<u8>)>, Diagnostic> {
+pub fn pages(tera: &Tera, series: &Series<Page>) -> Result<Vec<(PathBuf, Vec<u8>)>, Diagnostic> {
     let site = SiteView::new(&series.config);
     let mut files = Vec::new();
     for kind in [Kind::Tag, Kind::Category] {

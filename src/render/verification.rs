@@ -9,10 +9,12 @@
 use serde::Serialize;
 use tera::Tera;
 
-use super::{MetaView, RunView, SiteView, chapter_url, html, run_view, site_meta, template_error};
-use crate::content::{Chapter, Series};
+use super::{MetaView, RunView, SiteView, chapter_url, run_view, site_meta, template_error};
+use crate::content::Series;
 use crate::diagnostic::Diagnostic;
+use crate::quotes::Bound;
 use crate::quotes::{self, Status, output};
+use crate::render::Page;
 
 /// Where the page is written, relative to the output directory.
 pub const PAGE_PATH: &str = "verification/index.html";
@@ -58,7 +60,7 @@ struct Totals {
 }
 
 /// Renders the verification page of a bound series.
-pub fn page(tera: &Tera, series: &Series) -> Result<String, Diagnostic> {
+pub fn page(tera: &Tera, series: &Series<Page>) -> Result<String, Diagnostic> {
     let site = SiteView::new(&series.config);
     let mut totals = Totals::default();
     let chapters: Vec<ChapterRows<'_>> = series
@@ -81,7 +83,7 @@ pub fn page(tera: &Tera, series: &Series) -> Result<String, Diagnostic> {
         .map_err(|e| template_error(&e, "verification.html"))
 }
 
-fn chapter_rows<'a>(chapter: &'a Chapter, base_path: &str, totals: &mut Totals) -> ChapterRows<'a> {
+fn chapter_rows<'a>(chapter: &'a Bound, base_path: &str, totals: &mut Totals) -> ChapterRows<'a> {
     let url = chapter_url(base_path, &chapter.slug);
     let mut rows: Vec<Row> = chapter
         .doc
@@ -114,8 +116,8 @@ fn count_quote(totals: &mut Totals, status: Status) {
 }
 
 fn quote_row(
-    chapter: &Chapter,
-    quote: &quotes::syntax::QuoteSyntax,
+    chapter: &Bound,
+    quote: &crate::markdown::quote::QuoteSyntax,
     binding: &quotes::Binding,
     base_path: &str,
 ) -> Row {
@@ -136,14 +138,14 @@ fn quote_row(
             format!(
                 "{}#{}",
                 chapter_url(base_path, &s.chapter),
-                html::line_id(s.line)
+                super::links::line_id(s.line)
             )
         }),
     }
 }
 
 /// The pinned outputs of a chapter, compared with the rerun as `verify` compares them.
-fn output_rows(chapter: &Chapter, url: &str, totals: &mut Totals) -> Vec<Row> {
+fn output_rows(chapter: &Bound, url: &str, totals: &mut Totals) -> Vec<Row> {
     let Some(run) = &chapter.run else {
         return Vec::new();
     };

@@ -5,9 +5,10 @@
 
 use std::collections::BTreeMap;
 
-use crate::content::{Chapter, Series};
+use crate::content::Series;
 use crate::diagnostic::{Diagnostic, closest, did_you_mean};
 use crate::lab::ChapterRun;
+use crate::lab::Ran;
 use crate::markdown::refs::{CrossRef, RefKind};
 use crate::markdown::{Doc, Piece, PlacementKind};
 use crate::render::chapter_url;
@@ -23,14 +24,14 @@ pub struct Resolved {
 
 /// Everything numbered in one chapter.
 struct Numbered<'a> {
-    chapter: &'a Chapter,
+    chapter: &'a Ran,
     figures: Vec<&'a str>,
     tables: Vec<&'a str>,
     equations: Vec<&'a str>,
 }
 
 impl<'a> Numbered<'a> {
-    fn new(chapter: &'a Chapter) -> Self {
+    fn new(chapter: &'a Ran) -> Self {
         let results = chapter.run.as_ref().map(|r| &r.results);
         Numbered {
             chapter,
@@ -98,16 +99,19 @@ pub fn figure_order<'a>(doc: &'a Doc, run: Option<&'a ChapterRun>) -> Vec<&'a st
 }
 
 /// Resolves every reference of every chapter; unresolved ones are diagnostics (and `None`).
-pub fn resolve_all(series: &Series) -> (Vec<Vec<Option<Resolved>>>, Vec<Diagnostic>) {
+pub fn resolve_all<C: AsRef<Ran>>(
+    series: &Series<C>,
+) -> (Vec<Vec<Option<Resolved>>>, Vec<Diagnostic>) {
     let base = series.config.base_path();
     let index: BTreeMap<&str, Numbered<'_>> = series
         .chapters
         .iter()
+        .map(AsRef::<Ran>::as_ref)
         .map(|c| (c.slug.as_str(), Numbered::new(c)))
         .collect();
     let mut problems = Vec::new();
     let mut all = Vec::new();
-    for chapter in &series.chapters {
+    for chapter in series.chapters.iter().map(AsRef::<Ran>::as_ref) {
         let mut resolved = Vec::new();
         for r in &chapter.doc.refs {
             if points_into_a_chapter_without_results(&index, chapter, r) {
@@ -130,7 +134,7 @@ pub fn resolve_all(series: &Series) -> (Vec<Vec<Option<Resolved>>>, Vec<Diagnost
 
 fn points_into_a_chapter_without_results(
     index: &BTreeMap<&str, Numbered<'_>>,
-    from: &Chapter,
+    from: &Ran,
     r: &CrossRef,
 ) -> bool {
     let slug = r.chapter.as_deref().unwrap_or(&from.slug);
@@ -142,7 +146,7 @@ fn points_into_a_chapter_without_results(
 
 fn resolve(
     index: &BTreeMap<&str, Numbered<'_>>,
-    from: &Chapter,
+    from: &Ran,
     r: &CrossRef,
     base: &str,
 ) -> Result<Resolved, Diagnostic> {

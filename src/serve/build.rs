@@ -58,7 +58,7 @@ fn build(plan: &BuildPlan) -> Outcome {
 
 /// The diagnostics as `main` prints them, with source snippets.
 fn render_diagnostics(outcome: &Outcome) -> String {
-    let sources = |path: &Path| match &outcome.series {
+    let sources = |path: &Path| match &outcome.sources {
         Some(series) => series.source_of(path),
         None => std::fs::read_to_string(outcome.root.join(path)).ok(),
     };

@@ -26,7 +26,6 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::cli::ServePlan;
 use crate::diagnostic::Diagnostic;
 use crate::site::Outcome;
 
@@ -59,6 +58,15 @@ const DEBOUNCE: Duration = Duration::from_millis(25);
 /// A build swaps the output in with two renames; a lookup between them misses, so a miss
 /// during a build looks again after this long.
 const SWAP_GRACE: Duration = Duration::from_millis(50);
+
+/// What `serve` should do.
+#[derive(Debug, Clone)]
+pub struct ServePlan {
+    /// How each rebuild builds.
+    pub build: crate::site::BuildPlan,
+    /// Where to listen.
+    pub addr: std::net::SocketAddr,
+}
 
 /// Builds, serves `plan.build.out` on `plan.addr`, and rebuilds and reloads on every change.
 ///

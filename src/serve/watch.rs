@@ -213,14 +213,26 @@ mod tests {
         assert!(!is_editor_litter(Path::new("content/01-a.md")));
     }
 
+    /// The sources of a site served as `attnbook --root ROOT serve` serves it (into `public/`).
     fn sources_of(root: &Path) -> Sources {
-        let root = root.to_str().unwrap();
-        let cli =
-            <crate::cli::Cli as clap::Parser>::parse_from(["attnbook", "--root", root, "serve"]);
-        match cli.into_plan() {
-            crate::cli::Plan::Serve(plan) => Sources::new(&plan.build).unwrap(),
-            _ => unreachable!("parsed `serve`"),
-        }
+        let plan = BuildPlan {
+            root: root.to_path_buf(),
+            out: root.join("public"),
+            base_url: Some("/".into()),
+            drafts: false,
+            strict: false,
+            lab: crate::lab::LabPlan {
+                rerun: false,
+                jobs: 1,
+                timeout: std::time::Duration::from_secs(120),
+                output_cap: 256 * 1024,
+                progress: false,
+            },
+            timings: false,
+            recycle_output: false,
+            force: false,
+        };
+        Sources::new(&plan).unwrap()
     }
 
     /// The serve tests cannot touch the workspace's `crates/` (every test's experiments

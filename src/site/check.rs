@@ -6,7 +6,7 @@ use crate::diagnostic::{Diagnostic, Diagnostics};
 use crate::lab;
 use crate::render;
 
-use super::{Outcome, bind_quotes, check_placements, cite_all, load, render_math};
+use super::{Outcome, attach_runs, bind_quotes, check_placements, cite_all, load, render_math};
 
 /// `attnbook check`: links, anchors, quotes, placements and math, without running experiments.
 ///
@@ -17,7 +17,7 @@ pub fn check(root: &Path) -> Outcome {
         root: root.to_path_buf(),
         ..Outcome::default()
     };
-    let Some(mut series) = load(root, true, &mut out.diagnostics) else {
+    let Some(series) = load(root, true, &mut out.diagnostics) else {
         return out;
     };
     let runs = lab::last_results(&series);
@@ -28,13 +28,15 @@ pub fn check(root: &Path) -> Outcome {
         .filter(|(c, r)| !c.doc.experiments.is_empty() && r.is_none())
         .map(|(c, _)| c.slug.clone())
         .collect();
-    for (chapter, run) in series.chapters.iter_mut().zip(runs) {
-        chapter.run = run;
-    }
     let mut names = Diagnostics::default();
+    let runs = lab::Runs {
+        runs,
+        errors: Vec::new(),
+    };
+    let series = attach_runs(series, runs, &mut names);
     // A quote that no longer matches the last run is a finding like an unknown name: `check`
     // runs nothing, so the cached run is the best rerun it has.
-    let drift = bind_quotes(&mut series, &mut names);
+    let (series, drift) = bind_quotes(series, &mut names);
     names.extend(drift);
     check_placements(&series, &mut names);
     out.diagnostics.extend(
@@ -50,22 +52,24 @@ pub fn check(root: &Path) -> Outcome {
             .as_deref()
             .is_some_and(|h| h.contains("have not run yet"))
     }));
-    let _ = cite_all(&series, &mut out.diagnostics);
-    let _ = render_math(&series, &mut out.diagnostics);
+    let parsed = series
+        .map_chapters(|chapters| chapters.into_iter().map(|bound| bound.ran.parsed).collect());
+    let _ = cite_all(&parsed, &mut out.diagnostics);
+    let _ = render_math(&parsed, &mut out.diagnostics);
     out.diagnostics.promote_warnings();
     out.errors_are_findings = true;
-    let formulas: usize = series.chapters.iter().map(|c| c.doc.maths.len()).sum();
-    let links: usize = series.chapters.iter().map(|c| c.doc.links.len()).sum();
+    let formulas: usize = parsed.chapters.iter().map(|c| c.doc.maths.len()).sum();
+    let links: usize = parsed.chapters.iter().map(|c| c.doc.links.len()).sum();
     out.report.push(format!(
         "checked {} chapter(s): {formulas} formulas, {links} links{}",
-        series.chapters.len(),
+        parsed.chapters.len(),
         if never_ran.is_empty() {
             String::new()
         } else {
             format!("; never built, names unchecked: {}", never_ran.join(", "))
         }
     ));
-    out.series = Some(series);
+    out.sources = Some(parsed.sources());
     out
 }
 

@@ -12,6 +12,7 @@ use crate::content::Series;
 use crate::diagnostic::Diagnostic;
 use crate::quotes;
 use crate::render;
+use crate::render::Page;
 
 use crate::markdown;
 use crate::render::{html, math::MathRenderer};
@@ -23,7 +24,7 @@ static DEFAULT_STATIC: Dir<'_> = include_dir!("$CARGO_MANIFEST_DIR/static");
 pub(super) type Files = Vec<(PathBuf, Vec<u8>)>;
 
 pub(super) fn render_site(
-    series: &Series,
+    series: &Series<Page>,
     timings: &mut super::Timings,
 ) -> Result<Files, Vec<Diagnostic>> {
     let tera = render::load_templates(&series.root)?;
@@ -109,7 +110,7 @@ pub(super) fn render_site(
 }
 
 /// The index introduction: `intro` of site.toml as Markdown (math rendered too).
-fn intro_html(series: &Series) -> String {
+fn intro_html<C>(series: &Series<C>) -> String {
     let renderer = MathRenderer::new(&series.config.katex.macros);
     use pulldown_cmark::{Event, Tag, TagEnd};
     let events = markdown::new_parser(&series.config.intro).flat_map(|(event, _)| match event {

@@ -18,10 +18,10 @@ use rayon::prelude::*;
 
 use crate::content::{self, Series};
 use crate::diagnostic::{Diagnostic, Diagnostics, Location};
-use crate::lab::{self, LabPlan};
-use crate::markdown::{self, Piece, PlacementKind};
-use crate::quotes::{self, Status};
-use crate::render::{self, html, math::MathRenderer};
+use crate::lab::{self, LabPlan, Ran};
+use crate::markdown::{self, Parsed, Piece, PlacementKind};
+use crate::quotes::{self, Bound, Status};
+use crate::render::{self, Page, html, math::MathRenderer};
 
 mod check;
 mod emit;
@@ -62,6 +62,17 @@ pub struct BuildPlan {
     pub force: bool,
 }
 
+/// What `new` should do.
+#[derive(Debug, Clone)]
+pub struct NewPlan {
+    /// Site root.
+    pub root: PathBuf,
+    /// Slug of the new chapter.
+    pub slug: String,
+    /// Its title.
+    pub title: String,
+}
+
 /// What `verify` should do.
 #[derive(Debug, Clone)]
 pub struct VerifyPlan {
@@ -86,8 +97,8 @@ pub struct Outcome {
     pub failed_checks: bool,
     /// Lines for standard output.
     pub report: Vec<String>,
-    /// The loaded series, for printing snippets.
-    pub series: Option<Series>,
+    /// The sources of the loaded series, for printing snippets.
+    pub sources: Option<content::Sources>,
     /// The site root (for reading files to show in diagnostics).
     pub root: PathBuf,
     /// The errors are findings of `check` (exit 1), not broken input (exit 2).
@@ -138,8 +149,8 @@ fn start(root: &Path) -> Result<(Outcome, std::fs::File), Outcome> {
 }
 
 /// Stages 1-2: load and parse. Errors stop here.
-fn load(root: &Path, drafts: bool, diagnostics: &mut Diagnostics) -> Option<Series> {
-    let mut series = match content::load(root, drafts) {
+fn load(root: &Path, drafts: bool, diagnostics: &mut Diagnostics) -> Option<Series<Parsed>> {
+    let series = match content::load(root, drafts) {
         Ok(series) => series,
         Err(d) => {
             diagnostics.extend(d.into_vec());
@@ -147,29 +158,33 @@ fn load(root: &Path, drafts: bool, diagnostics: &mut Diagnostics) -> Option<Seri
         }
     };
     diagnostics.extend(series.warnings());
-    let problems: Vec<Vec<Diagnostic>> = series
-        .chapters
-        .par_iter_mut()
-        .map(|chapter| {
-            let (doc, problems) = markdown::parse(chapter);
-            chapter.doc = doc;
-            problems
-        })
-        .collect();
-    diagnostics.extend(problems.into_iter().flatten());
+    let mut series = parse_all(series, diagnostics);
     load_diagrams(&mut series, diagnostics);
     render_glossary(&mut series, diagnostics);
     if let Some(glossary) = &series.glossary {
         for chapter in &series.chapters {
-            diagnostics.extend(glossary.check(chapter));
+            diagnostics.extend(glossary.check(chapter, &chapter.doc.prose));
         }
     }
     Some(series)
 }
 
+/// Stage 2: every chapter parsed, in parallel; the problems in series order.
+fn parse_all(series: Series, diagnostics: &mut Diagnostics) -> Series<Parsed> {
+    let mut problems = Vec::new();
+    let series = series.map_chapters(|chapters| {
+        let (parsed, found): (Vec<Parsed>, Vec<Vec<Diagnostic>>) =
+            chapters.into_par_iter().map(Parsed::new).unzip();
+        problems = found;
+        parsed
+    });
+    diagnostics.extend(problems.into_iter().flatten());
+    series
+}
+
 /// Reads and sanitises the SVG files of image figures, to inline them. A missing file or one
 /// outside `static/` is left to the link check, which reports it once.
-fn load_diagrams(series: &mut Series, diagnostics: &mut Diagnostics) {
+fn load_diagrams(series: &mut Series<Parsed>, diagnostics: &mut Diagnostics) {
     let statics = series.root.join("static");
     for chapter in &mut series.chapters {
         let mut problems = Vec::new();
@@ -201,25 +216,37 @@ fn load_diagrams(series: &mut Series, diagnostics: &mut Diagnostics) {
 }
 
 /// Stage 3: run the experiments and attach their results.
-fn run_lab(series: &mut Series, plan: &LabPlan, diagnostics: &mut Diagnostics) {
-    let runs = lab::run(series, plan);
-    attach_runs(series, runs, diagnostics);
+fn run_lab(series: Series<Parsed>, plan: &LabPlan, diagnostics: &mut Diagnostics) -> Series<Ran> {
+    let runs = lab::run(&series, plan);
+    attach_runs(series, runs, diagnostics)
 }
 
-fn attach_runs(series: &mut Series, runs: lab::Runs, diagnostics: &mut Diagnostics) {
-    for (chapter, run) in series.chapters.iter_mut().zip(runs.runs) {
-        chapter.run = run;
-    }
+/// Each chapter with its run (`runs` has one entry per chapter, in order).
+fn attach_runs(
+    series: Series<Parsed>,
+    runs: lab::Runs,
+    diagnostics: &mut Diagnostics,
+) -> Series<Ran> {
     diagnostics.extend(runs.errors);
+    series.map_chapters(|chapters| {
+        chapters
+            .into_iter()
+            .zip(runs.runs)
+            .map(|(parsed, run)| Ran { parsed, run })
+            .collect()
+    })
 }
 
 /// Stage 4: bind quotes; drift becomes warnings (build) or failures (verify).
-fn bind_quotes(series: &mut Series, diagnostics: &mut Diagnostics) -> Vec<Diagnostic> {
-    let (bindings, errors) = quotes::bind(series);
+fn bind_quotes(
+    series: Series<Ran>,
+    diagnostics: &mut Diagnostics,
+) -> (Series<Bound>, Vec<Diagnostic>) {
+    let (bindings, errors) = quotes::bind(&series);
     diagnostics.extend(errors);
     let mut drift = Vec::new();
-    for (chapter, bindings) in series.chapters.iter_mut().zip(bindings) {
-        for (quote, binding) in chapter.doc.quotes.iter().zip(&bindings) {
+    for (chapter, bindings) in series.chapters.iter().zip(&bindings) {
+        for (quote, binding) in chapter.doc.quotes.iter().zip(bindings) {
             if binding.status == Status::Drift {
                 drift.push(drift_diagnostic(
                     chapter.location(quote.number.span.clone()),
@@ -228,9 +255,15 @@ fn bind_quotes(series: &mut Series, diagnostics: &mut Diagnostics) -> Vec<Diagno
                 ));
             }
         }
-        chapter.bindings = bindings;
     }
-    drift
+    let series = series.map_chapters(|chapters| {
+        chapters
+            .into_iter()
+            .zip(bindings)
+            .map(|(ran, bindings)| Bound { ran, bindings })
+            .collect()
+    });
+    (series, drift)
 }
 
 fn drift_diagnostic(location: Location, quoted: &str, binding: &quotes::Binding) -> Diagnostic {
@@ -244,7 +277,7 @@ fn drift_diagnostic(location: Location, quoted: &str, binding: &quotes::Binding)
 }
 
 /// Placements must name a table or figure the chapter recorded; `{{glossary}}` needs the file.
-fn check_placements(series: &Series, diagnostics: &mut Diagnostics) {
+fn check_placements(series: &Series<Bound>, diagnostics: &mut Diagnostics) {
     check_glossary_placements(series, diagnostics);
     // A chapter without results has its failure reported already.
     for chapter in series.chapters.iter().filter(|c| !c.lacks_results()) {
@@ -284,7 +317,7 @@ fn check_placements(series: &Series, diagnostics: &mut Diagnostics) {
     }
 }
 
-fn check_glossary_placements(series: &Series, diagnostics: &mut Diagnostics) {
+fn check_glossary_placements(series: &Series<Bound>, diagnostics: &mut Diagnostics) {
     if series.glossary.is_some() {
         return;
     }
@@ -306,7 +339,7 @@ fn check_glossary_placements(series: &Series, diagnostics: &mut Diagnostics) {
 
 /// The glossary's tables, rendered once when some page places them; a notation symbol KaTeX
 /// rejects is a warning at its line of the glossary file, like a formula in a chapter.
-fn render_glossary(series: &mut Series, diagnostics: &mut Diagnostics) {
+fn render_glossary(series: &mut Series<Parsed>, diagnostics: &mut Diagnostics) {
     let placed = series.chapters.iter().any(|c| {
         c.doc
             .pieces
@@ -332,7 +365,10 @@ fn render_glossary(series: &mut Series, diagnostics: &mut Diagnostics) {
 }
 
 /// Stage 5a: citations and reference lists from the bibliography.
-fn cite_all(series: &Series, diagnostics: &mut Diagnostics) -> Vec<render::cite::ChapterCitations> {
+fn cite_all(
+    series: &Series<Parsed>,
+    diagnostics: &mut Diagnostics,
+) -> Vec<render::cite::ChapterCitations> {
     let bibliography = match render::cite::load(&series.root) {
         Ok(bib) => bib,
         Err(errors) => {
@@ -350,7 +386,7 @@ fn cite_all(series: &Series, diagnostics: &mut Diagnostics) -> Vec<render::cite:
 
 /// Stage 5b: render every formula of the series; KaTeX errors become diagnostics.
 fn render_math(
-    series: &Series,
+    series: &Series<Parsed>,
     diagnostics: &mut Diagnostics,
 ) -> Vec<Vec<Result<String, render::math::MathError>>> {
     let renderer = MathRenderer::new(&series.config.katex.macros);
@@ -416,54 +452,60 @@ pub fn build(plan: &BuildPlan) -> Outcome {
         series.config.base_url = url.clone();
     }
     timings.lap("content + markdown");
-    let rendered = experiments_beside_math(&mut series, plan, &mut out.diagnostics, &mut timings);
+    let (series, rendered) =
+        experiments_beside_math(series, plan, &mut out.diagnostics, &mut timings);
     timings.lap("experiments | math, citations");
-    let refs = bind_and_check(&mut series, &mut out.diagnostics);
+    let (series, refs) = bind_and_check(series, &mut out.diagnostics);
     timings.lap("quotes, links, cross-references");
     if plan.strict {
         out.diagnostics.promote_warnings();
     }
     // Any error keeps the old site until it is fixed.
-    if !out.diagnostics.has_errors() {
-        let rendered = Rendered { refs, ..rendered };
-        let downloads = take_home(&mut series);
-        timings.lap("experiment downloads");
-        let files = pages_beside_search(&mut series, &rendered, &mut timings).map(|mut files| {
-            files.extend(downloads);
-            files
-        });
-        let spare = plan.root.join(".attnbook/spare-output");
-        let spare = plan.recycle_output.then_some(spare.as_path());
-        match files.and_then(|files| emit::write_site(&plan.out, spare, files, &mut timings)) {
-            Ok(count) => out
-                .report
-                .extend(summary(&series, plan, count, started, &timings)),
-            Err(e) => out.diagnostics.extend(e),
-        }
+    if out.diagnostics.has_errors() {
+        out.sources = Some(series.sources());
+        return out;
     }
-    out.series = Some(series);
+    let rendered = Rendered { refs, ..rendered };
+    let (downloads, take_homes) = take_home(&series);
+    timings.lap("experiment downloads");
+    let (series, files) = pages_beside_search(series, take_homes, &rendered, &mut timings);
+    let files = files.map(|mut files| {
+        files.extend(downloads);
+        files
+    });
+    let spare = plan.root.join(".attnbook/spare-output");
+    let spare = plan.recycle_output.then_some(spare.as_path());
+    match files.and_then(|files| emit::write_site(&plan.out, spare, files, &mut timings)) {
+        Ok(count) => out
+            .report
+            .extend(summary(&series, plan, count, started, &timings)),
+        Err(e) => out.diagnostics.extend(e),
+    }
+    out.sources = Some(series.sources());
     out
 }
 
 /// The chapters' take-home experiment projects (`repository` in site.toml), each marked on
 /// its chapter for the page to link. When they cannot be pinned to a commit the site goes
 /// without them: the warning says why, and nothing about the content is wrong.
-fn take_home(series: &mut Series) -> emit::Files {
+fn take_home(series: &Series<Bound>) -> (emit::Files, Vec<Option<String>>) {
     let downloads = lab::downloads(series).unwrap_or_else(|why| {
         eprintln!("warning: no experiment downloads: {why}");
         Vec::new()
     });
-    downloads
+    let mut names = vec![None; series.chapters.len()];
+    let files = downloads
         .into_iter()
         .map(|download| {
-            let chapter = &mut series.chapters[download.chapter];
-            chapter.take_home = Some(download.file_name.clone());
+            let chapter = &series.chapters[download.chapter];
+            names[download.chapter] = Some(download.file_name.clone());
             (
                 PathBuf::from(&chapter.slug).join(download.file_name),
                 download.bytes,
             )
         })
-        .collect()
+        .collect();
+    (files, names)
 }
 
 /// Stages 3 and 5a-b side by side: the experiments compile and run on their own thread, and
@@ -471,11 +513,11 @@ fn take_home(series: &mut Series) -> emit::Files {
 /// this one (and its rayon workers). Experiments are skipped when loading already
 /// found errors.
 fn experiments_beside_math(
-    series: &mut Series,
+    series: Series<Parsed>,
     plan: &BuildPlan,
     diagnostics: &mut Diagnostics,
     timings: &mut Timings,
-) -> Rendered {
+) -> (Series<Ran>, Rendered) {
     let run_experiments = !diagnostics.has_errors();
     let highlighter = if series.config.highlight.enabled {
         render::highlight::Highlighter::load(render::cache::file(&series.root, "highlight"))
@@ -483,7 +525,7 @@ fn experiments_beside_math(
         render::highlight::Highlighter::off()
     };
     let (runs, rendered) = std::thread::scope(|scope| {
-        let series = &*series;
+        let series = &series;
         let lab = run_experiments.then(|| scope.spawn(|| timed(|| lab::run(series, &plan.lab))));
         // Code is highlighted ahead, off the critical path of the chapter bodies.
         let jobs: Vec<_> = series
@@ -508,67 +550,69 @@ fn experiments_beside_math(
         });
         (runs, (maths, citations))
     });
-    if let Some(runs) = runs {
-        attach_runs(series, runs, diagnostics);
-    }
+    let series = attach_runs(series, runs.unwrap_or_default(), diagnostics);
     let (maths, citations) = rendered;
-    Rendered {
+    let rendered = Rendered {
         maths,
         refs: Vec::new(),
         citations,
         highlighter,
-    }
+    };
+    (series, rendered)
 }
 
 /// Stage 4 and the checks that need the experiments' results: quotes (drift is a warning
 /// here), placements, links and cross-references.
 fn bind_and_check(
-    series: &mut Series,
+    series: Series<Ran>,
     diagnostics: &mut Diagnostics,
-) -> Vec<Vec<Option<render::xref::Resolved>>> {
-    let drift = bind_quotes(series, diagnostics);
+) -> (Series<Bound>, Vec<Vec<Option<render::xref::Resolved>>>) {
+    let (series, drift) = bind_quotes(series, diagnostics);
     diagnostics.extend(drift);
-    check_placements(series, diagnostics);
-    diagnostics.extend(render::links::check(series));
-    let (refs, unresolved) = render::xref::resolve_all(series);
+    check_placements(&series, diagnostics);
+    diagnostics.extend(render::links::check(&series));
+    let (refs, unresolved) = render::xref::resolve_all(&series);
     diagnostics.extend(unresolved);
-    refs
+    (series, refs)
 }
 
 /// Stages 5c-6a side by side: chapter bodies and pages render while the search index is cut
 /// on its own thread; every output file, in memory.
 fn pages_beside_search(
-    series: &mut Series,
+    series: Series<Bound>,
+    take_homes: Vec<Option<String>>,
     rendered: &Rendered,
     timings: &mut Timings,
-) -> Result<emit::Files, Vec<Diagnostic>> {
+) -> (Series<Page>, Result<emit::Files, Vec<Diagnostic>>) {
     let sections = series
         .config
         .search
         .enabled
-        .then(|| render::search::Sections::of(series));
+        .then(|| render::search::Sections::of(&series));
     let search_cache = render::cache::file(&series.root, "search");
     std::thread::scope(|scope| {
         let search =
             sections.map(|sections| scope.spawn(|| sections.index_json(Some(search_cache))));
-        render_chapters(series, rendered, &rendered.highlighter);
+        let series = render_chapters(series, take_homes, rendered);
         rendered.highlighter.save();
         timings.lap("chapter bodies");
-        let files = emit::render_site(series, timings);
+        let files = emit::render_site(&series, timings);
         let index = search.map(join);
         timings.lap("search index (wait)");
-        let mut files = files?;
-        if let Some(index) = index {
-            let path = PathBuf::from(render::search::INDEX_PATH);
-            files.push((path, index.into_bytes()));
-        }
-        Ok(files)
+        let files = files.map(|mut files| {
+            if let Some(index) = index {
+                let path = PathBuf::from(render::search::INDEX_PATH);
+                files.push((path, index.into_bytes()));
+            }
+            files
+        });
+        (series, files)
     })
 }
 
 /// The report of a successful build.
 fn summary(
-    series: &Series,
+    series: &Series<Page>,
     plan: &BuildPlan,
     files: usize,
     started: Instant,
@@ -616,12 +660,12 @@ struct Rendered {
     citations: Vec<render::cite::ChapterCitations>,
 }
 
-/// Every chapter's body and heading HTML, chapters in parallel.
+/// Stage 5c: every chapter's body and heading HTML, chapters in parallel.
 fn render_chapters(
-    series: &mut Series,
+    series: Series<Bound>,
+    take_homes: Vec<Option<String>>,
     rendered: &Rendered,
-    highlighter: &render::highlight::Highlighter,
-) {
+) -> Series<Page> {
     let base_path = series.config.base_path();
     let fold_lines = series.config.lab.fold_lines;
     let glossary = series
@@ -629,42 +673,54 @@ fn render_chapters(
         .as_ref()
         .map(|g| g.html.clone())
         .unwrap_or_default();
-    let per_chapter = rendered
-        .maths
-        .par_iter()
-        .zip(&rendered.refs)
-        .zip(&rendered.citations);
-    series.chapters.par_iter_mut().zip(per_chapter).for_each(
-        |(chapter, ((maths, refs), citations))| {
-            let inputs = html::PageInputs {
-                doc: &chapter.doc,
-                maths,
-                run: chapter.run.as_ref(),
-                bindings: &chapter.bindings,
-                base_path: &base_path,
-                refs,
-                citations: &citations.inline,
-                highlighter,
-                fold_lines,
-                glossary: &glossary,
-            };
-            chapter.html = html::body_html(&inputs);
-            let headings = html::headings_html(&inputs);
-            for (heading, html) in chapter.doc.headings.iter_mut().zip(headings) {
-                heading.html = html;
-            }
-            if !citations.list_html.is_empty() {
-                chapter.html.push_str(&citations.list_html);
-                chapter.doc.headings.push(markdown::Heading {
-                    level: 2,
-                    id: "bibliography".into(),
-                    classes: Vec::new(),
-                    attrs: Vec::new(),
-                    text: "参考文献".into(),
-                    span: 0..0,
-                    html: "参考文献".into(),
-                });
-            }
-        },
-    );
+    let highlighter = &rendered.highlighter;
+    series.map_chapters(|chapters| {
+        let per_chapter = rendered
+            .maths
+            .par_iter()
+            .zip(&rendered.refs)
+            .zip(&rendered.citations)
+            .zip(take_homes);
+        chapters
+            .into_par_iter()
+            .zip(per_chapter)
+            .map(|(mut bound, (((maths, refs), citations), take_home))| {
+                let inputs = html::PageInputs {
+                    doc: &bound.doc,
+                    maths,
+                    run: bound.run.as_ref(),
+                    bindings: &bound.bindings,
+                    base_path: &base_path,
+                    refs,
+                    citations: &citations.inline,
+                    highlighter,
+                    fold_lines,
+                    glossary: &glossary,
+                };
+                let mut html = html::body_html(&inputs);
+                let headings = html::headings_html(&inputs);
+                let doc = &mut bound.ran.parsed.doc;
+                for (heading, html) in doc.headings.iter_mut().zip(headings) {
+                    heading.html = html;
+                }
+                if !citations.list_html.is_empty() {
+                    html.push_str(&citations.list_html);
+                    doc.headings.push(markdown::Heading {
+                        level: 2,
+                        id: "bibliography".into(),
+                        classes: Vec::new(),
+                        attrs: Vec::new(),
+                        text: "参考文献".into(),
+                        span: 0..0,
+                        html: "参考文献".into(),
+                    });
+                }
+                Page {
+                    bound,
+                    html,
+                    take_home,
+                }
+            })
+            .collect()
+    })
 }

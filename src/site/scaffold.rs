@@ -6,7 +6,7 @@ use crate::diagnostic::Diagnostic;
 use super::Outcome;
 
 /// `attnbook new SLUG`: a chapter with the next number and valid front matter.
-pub fn new_chapter(plan: &crate::cli::NewPlan) -> Outcome {
+pub fn new_chapter(plan: &super::NewPlan) -> Outcome {
     let mut out = Outcome {
         root: plan.root.clone(),
         ..Outcome::default()

@@ -4,8 +4,10 @@ use std::collections::BTreeSet;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
-use crate::content::{self, Series};
+use crate::content::Series;
 use crate::diagnostic::{Diagnostic, Location};
+use crate::markdown::Parsed;
+use crate::quotes::Bound;
 use crate::quotes::{self, Status, fix, output};
 
 use super::{Outcome, VerifyPlan, bind_quotes, load, run_lab, start};
@@ -30,11 +32,11 @@ pub fn verify(plan: &VerifyPlan) -> Outcome {
     }
     let mut lab_plan = plan.lab.clone();
     lab_plan.rerun = true;
-    run_lab(&mut series, &lab_plan, &mut out.diagnostics);
+    let series = run_lab(series, &lab_plan, &mut out.diagnostics);
     // Drift is reported below as verify's own lines, not as build-style warnings.
-    let _drift_warnings = bind_quotes(&mut series, &mut out.diagnostics);
+    let (series, _drift_warnings) = bind_quotes(series, &mut out.diagnostics);
     if out.diagnostics.has_errors() {
-        out.series = Some(series);
+        out.sources = Some(series.sources());
         return out;
     }
     let mut report = VerifyReport::default();
@@ -53,7 +55,7 @@ pub fn verify(plan: &VerifyPlan) -> Outcome {
         out.failed_checks = report.drifted() > 0;
     }
     out.report.splice(0..0, report.lines(plan.json));
-    out.series = Some(series);
+    out.sources = Some(series.sources());
     out
 }
 
@@ -66,7 +68,7 @@ fn is_named(wanted: &[String], slug: &str, path: &Path) -> bool {
 }
 
 /// The slugs of the named chapters and of every chapter a quote of theirs reads.
-fn needed_chapters(series: &Series, wanted: &[String]) -> BTreeSet<String> {
+fn needed_chapters(series: &Series<Parsed>, wanted: &[String]) -> BTreeSet<String> {
     let mut needed = BTreeSet::new();
     for chapter in series
         .chapters
@@ -83,7 +85,7 @@ fn needed_chapters(series: &Series, wanted: &[String]) -> BTreeSet<String> {
     needed
 }
 
-fn select_chapters(series: &Series, wanted: &[String]) -> Result<(), Diagnostic> {
+fn select_chapters(series: &Series<Parsed>, wanted: &[String]) -> Result<(), Diagnostic> {
     for w in wanted {
         let known = series
             .chapters
@@ -153,7 +155,7 @@ enum Remedy {
 }
 
 impl Remedy {
-    fn for_quote(quote: &quotes::syntax::QuoteSyntax, binding: &quotes::Binding) -> Remedy {
+    fn for_quote(quote: &crate::markdown::quote::QuoteSyntax, binding: &quotes::Binding) -> Remedy {
         if quote.tolerance.is_claim() {
             fix::quote_edit(quote, binding).map_or(Remedy::NotFinite, Remedy::Refresh)
         } else {
@@ -201,7 +203,7 @@ fn closes_fence(fence: &str, text: &str) -> bool {
 }
 
 impl VerifyReport {
-    fn check_chapter(&mut self, chapter: &content::Chapter) {
+    fn check_chapter(&mut self, chapter: &Bound) {
         for (quote, binding) in chapter.doc.quotes.iter().zip(&chapter.bindings) {
             self.quotes += 1;
             if binding.status != Status::Drift {
@@ -312,7 +314,7 @@ impl VerifyReport {
 
     /// Rewrites every chapter with fixable failures; reports what it did, and as errors what it
     /// would not do (non-finite reruns, chapters edited during the run), for every chapter.
-    fn apply_fixes(&self, series: &Series, out: &mut Outcome) {
+    fn apply_fixes(&self, series: &Series<Bound>, out: &mut Outcome) {
         for failure in &self.failures {
             match failure.remedy {
                 Remedy::NotFinite => out.diagnostics.push(failure.not_finite()),
@@ -401,11 +403,7 @@ impl Failure {
 }
 
 /// Applies `edits` to one chapter, unless its file changed since the run read it.
-fn rewrite(
-    series: &Series,
-    chapter: &content::Chapter,
-    edits: &[fix::Edit],
-) -> Result<(), Diagnostic> {
+fn rewrite(series: &Series<Bound>, chapter: &Bound, edits: &[fix::Edit]) -> Result<(), Diagnostic> {
     let text = fix::apply(&chapter.source, edits);
     let path = chapter.path.display();
     fix::replace_if_unchanged(&series.root.join(&chapter.path), &chapter.source, &text).map_err(
