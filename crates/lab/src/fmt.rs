@@ -1,7 +1,9 @@
-//! Formatting helpers for the tables and prose of experiment blocks.
+//! Formatting helpers for the tables and prose of experiment blocks, and the number formatting
+//! the charts share.
 //!
 //! Several chapters print parameter counts and operation counts in tables; these helpers keep
-//! that formatting out of the experiment's code.
+//! that formatting out of the experiment's code. The charts' tooltips and the SVG clean-up
+//! both trim numbers with [`trim_number`]; it lives here, below both, rather than in either.
 
 use std::fmt::Display;
 
@@ -37,9 +39,19 @@ pub fn group_thousands(n: impl Display) -> String {
     out
 }
 
+/// `x` with at most `decimals` decimals and no trailing zeros.
+pub(crate) fn trim_number(x: f64, decimals: usize) -> String {
+    let s = format!("{x:.decimals$}");
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_owned()
+    } else {
+        s
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::group_thousands;
+    use super::{group_thousands, trim_number};
 
     #[test]
     fn groups_digits_in_threes() {
@@ -58,5 +70,13 @@ mod tests {
         assert_eq!(group_thousands(-7i32), "-7");
         assert_eq!(group_thousands(1234.5f64), "1234.5");
         assert_eq!(group_thousands(f64::NAN), "NaN");
+    }
+
+    #[test]
+    fn trimmed_numbers_lose_trailing_zeros_only_after_the_point() {
+        assert_eq!(trim_number(12.999_999_999_999_998, 1), "13");
+        assert_eq!(trim_number(0.250, 3), "0.25");
+        assert_eq!(trim_number(100.0, 0), "100");
+        assert_eq!(trim_number(1500.0, 2), "1500");
     }
 }

@@ -11,10 +11,10 @@
 use plotters::element::Text;
 use plotters::style::IntoFont;
 
-use super::svg::trim_number;
 use super::text::is_wide;
 use super::theme;
 use super::{Area, ChartResult};
+use crate::fmt::trim_number;
 
 /// Font family that marks a sentinel; never reaches the finished SVG.
 const SENTINEL_FAMILY: &str = "lab-mark-title";
