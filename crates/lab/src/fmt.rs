@@ -3,7 +3,7 @@
 //!
 //! Several chapters print parameter counts and operation counts in tables; these helpers keep
 //! that formatting out of the experiment's code. The charts' tooltips and the SVG clean-up
-//! both trim numbers with [`trim_number`]; it lives here, below both, rather than in either.
+//! both trim numbers with `trim_number`; it lives here, below both, rather than in either.
 
 use std::fmt::Display;
 
