@@ -313,3 +313,97 @@ fn rendering_is_deterministic() {
     let chart = Bar::new(0..3, [1.0, 2.0, 3.0]);
     assert_eq!(chart.to_svg("a").unwrap(), chart.to_svg("a").unwrap());
 }
+
+/// The charts of `tests/snapshots/`, each named by its file stem. These six were written
+/// before the chart modules were reorganised: drawing them must give the same bytes.
+fn snapshot_charts() -> Vec<(&'static str, String)> {
+    let n = [16.0_f64, 64.0, 256.0, 1024.0, 4096.0];
+    let svg = |chart: &dyn Chart, title: &str| chart.to_svg(title).unwrap();
+    vec![
+        (
+            "line_log",
+            svg(
+                &Line::new()
+                    .series("点积注意力", n, n.map(|x| 0.02 * x))
+                    .series("加性", n, n.map(|x| 0.5 * x))
+                    .log_x()
+                    .log_y()
+                    .x_label("n")
+                    .y_label("t"),
+                "a",
+            ),
+        ),
+        (
+            "line_lin",
+            svg(&Line::new().series("", 0..10, (0..10).map(|i| i * i)), "b"),
+        ),
+        (
+            "line_range",
+            svg(
+                &Line::new()
+                    .series("a", [1.0, 2.0, 3.0], [5.0, 50.0, 5.0])
+                    .series("b", 0..60, (0..60).map(|i| (i as f64).sin()))
+                    .y_range(0.0, 10.0),
+                "c",
+            ),
+        ),
+        (
+            "bar",
+            svg(
+                &Bar::new(["我", "爱", "北京", "。"], [0.05, 0.6, 0.25, 0.1])
+                    .x_label("x")
+                    .y_label("y")
+                    .reference(0.25, "均匀")
+                    .annotate(2),
+                "d",
+            ),
+        ),
+        (
+            "heat",
+            svg(
+                &Heatmap::new(&array![[0.7, 0.3], [0.41, 0.59]], [1, 2], [1, 2]).x_label("键"),
+                "e",
+            ),
+        ),
+        (
+            "panels",
+            svg(
+                &Panels::new()
+                    .x_label("位置")
+                    .panel("d_k = 4", 0..2, [0.25, 0.75])
+                    .panel("d", 0..2, [0.5, 0.5]),
+                "f",
+            ),
+        ),
+    ]
+}
+
+/// Every chart renders to the bytes of its snapshot; `LAB_UPDATE_SNAPSHOTS=1` rewrites them
+/// (review the diff), and a snapshot no chart produces is stale.
+#[test]
+fn charts_match_their_snapshots() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots");
+    let update = std::env::var_os("LAB_UPDATE_SNAPSHOTS").is_some();
+    let charts = snapshot_charts();
+    let mut failures = Vec::new();
+    for (name, svg) in &charts {
+        let path = dir.join(format!("{name}.svg"));
+        if update {
+            std::fs::write(&path, svg).unwrap();
+        } else if std::fs::read_to_string(&path).ok().as_deref() != Some(svg.as_str()) {
+            failures.push(format!("{} differs (or is missing)", path.display()));
+        }
+    }
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let stem = path.file_stem().unwrap().to_string_lossy().into_owned();
+        if !charts.iter().any(|(name, _)| *name == stem) {
+            failures.push(format!("{} is stale: no chart draws it", path.display()));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{}\nrerun with LAB_UPDATE_SNAPSHOTS=1 if the change is intended",
+        failures.join("\n")
+    );
+}
