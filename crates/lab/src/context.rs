@@ -8,6 +8,7 @@
 
 use std::collections::HashSet;
 use std::fmt::Display;
+use std::panic::Location;
 
 use lab_protocol::{ChapterResults, Figure, Number, Table, Value};
 use rand::SeedableRng;
@@ -18,6 +19,10 @@ use crate::chart::Chart;
 use crate::random::RandnShape;
 use crate::value::{IntoValue, NameIndex, check_name};
 
+mod seeds;
+
+pub use seeds::Run;
+
 /// The experiment context of one chapter: seeded RNG, named values, tables, figures, timing.
 pub struct Lab {
     results: ChapterResults,
@@ -26,6 +31,8 @@ pub struct Lab {
     value_names: NameIndex,
     table_names: HashSet<String>,
     figure_names: HashSet<String>,
+    /// The families `lab.seeds` ran, which must be unique as value names are.
+    seed_families: HashSet<String>,
 }
 
 impl Lab {
@@ -43,6 +50,7 @@ impl Lab {
             value_names: NameIndex::default(),
             table_names: HashSet::new(),
             figure_names: HashSet::new(),
+            seed_families: HashSet::new(),
         }
     }
 
@@ -177,9 +185,23 @@ impl Lab {
     /// the block (or in an author's `#[track_caller]` helper's caller), which the page links to.
     #[track_caller]
     fn record_value(&mut self, name: &str, shape: Vec<usize>, data: Vec<f64>, volatile: bool) {
+        let at = Location::caller();
+        self.record_value_at(name, shape, data, volatile, at);
+    }
+
+    /// Records a value whose provenance is `at` (a call in a `lab.seeds` run); a clash panics
+    /// at the caller.
+    #[track_caller]
+    fn record_value_at(
+        &mut self,
+        name: &str,
+        shape: Vec<usize>,
+        data: Vec<f64>,
+        volatile: bool,
+        at: &'static Location<'static>,
+    ) {
         fail(check_name(name).map_err(|e| format!("value name: {e}")));
         fail(self.value_names.insert(name, shape.len()));
-        let at = std::panic::Location::caller();
         self.results.values.push(Value {
             name: name.to_owned(),
             block: self.block,

@@ -14,6 +14,7 @@
 
 mod alloc;
 mod bench;
+mod caught;
 pub mod chart;
 mod context;
 mod control;
@@ -22,10 +23,11 @@ pub mod prelude;
 mod random;
 mod runner;
 mod sandbox;
+mod stats;
 mod value;
 
 pub use alloc::{live_bytes, peak_alloc};
-pub use context::Lab;
+pub use context::{Lab, Run};
 pub use random::RandnShape;
 pub use runner::{ChapterFn, run_chapter, run_main, run_standalone};
 pub use value::{IntoValue, Scalar};

@@ -19,5 +19,5 @@ pub use plotters;
 pub use plotters::style::Color as _;
 
 pub use crate::chart::{Area, Bar, Chart, ChartResult, Custom, Heatmap, Line, Panels, theme};
-pub use crate::fmt::group_thousands;
-pub use crate::{IntoValue, Lab, RandnShape, peak_alloc};
+pub use crate::fmt::{fmt_cell, group_thousands};
+pub use crate::{IntoValue, Lab, RandnShape, Run, peak_alloc};

@@ -6,15 +6,14 @@
 //! chapter ran, 101 it panicked (as an uncaught Rust panic would), 2 bad arguments or the
 //! results could not be written.
 
-use std::cell::RefCell;
 use std::io::Write as _;
-use std::panic::{self, AssertUnwindSafe, PanicHookInfo};
+use std::panic::{self, AssertUnwindSafe};
 use std::path::Path;
-use std::sync::Once;
 
-use lab_protocol::{ChapterResults, Panic};
+use lab_protocol::ChapterResults;
 
 use crate::Lab;
+use crate::caught::{self, PanicSeen};
 
 /// The function the generator emits for one chapter: all of its blocks, in order.
 pub type ChapterFn = fn(&mut Lab);
@@ -151,8 +150,8 @@ fn parse_args(args: &[String]) -> Result<(&str, u64, &str), String> {
 /// The panic (message, location, block) is in [`ChapterResults::panic`]; the usual panic message
 /// is still printed on stderr.
 pub fn run_chapter(slug: &str, seed: u64, chapter: impl FnOnce(&mut Lab)) -> ChapterResults {
-    install_panic_hook();
-    LAST_PANIC.with_borrow_mut(|last| *last = None);
+    caught::install_hook();
+    caught::clear();
     let mut lab = Lab::new(slug, seed);
     // Unwind safety: after a panic `lab` is only read, to hand back what was recorded.
     let outcome = panic::catch_unwind(AssertUnwindSafe(|| chapter(&mut lab)));
@@ -160,90 +159,13 @@ pub fn run_chapter(slug: &str, seed: u64, chapter: impl FnOnce(&mut Lab)) -> Cha
     let block = lab.current_block();
     let mut results = lab.into_results();
     if outcome.is_err() {
-        results.panic = Some(match LAST_PANIC.with_borrow_mut(Option::take) {
+        results.panic = Some(match caught::take() {
             Some(seen) => seen.into_panic(block),
             // A panic that bypassed the hook (another hook was installed over ours).
             None => PanicSeen::unknown().into_panic(block),
         });
     }
     results
-}
-
-/// A panic as the hook saw it, before the runner knows which block was running.
-struct PanicSeen {
-    message: String,
-    file: String,
-    line: u32,
-    column: u32,
-}
-
-impl PanicSeen {
-    fn from_hook(info: &PanicHookInfo<'_>) -> Self {
-        let payload = info.payload();
-        let message = payload
-            .downcast_ref::<&str>()
-            .map(|s| (*s).to_owned())
-            .or_else(|| payload.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "Box<dyn Any>".to_owned());
-        let (file, line, column) = info.location().map_or((String::new(), 0, 0), |l| {
-            (l.file().to_owned(), l.line(), l.column())
-        });
-        PanicSeen {
-            message,
-            file,
-            line,
-            column,
-        }
-    }
-
-    fn unknown() -> Self {
-        PanicSeen {
-            message: "panic".to_owned(),
-            file: String::new(),
-            line: 0,
-            column: 0,
-        }
-    }
-
-    fn into_panic(self, block: usize) -> Panic {
-        let PanicSeen {
-            message,
-            file,
-            line,
-            column,
-        } = self;
-        Panic {
-            message,
-            file,
-            line,
-            column,
-            block,
-        }
-    }
-}
-
-thread_local! {
-    // Thread-local rather than a global: the panic is caught on the thread that raised it, and
-    // parallel tests (or a chapter's own threads) cannot overwrite each other's records.
-    static LAST_PANIC: RefCell<Option<PanicSeen>> = const { RefCell::new(None) };
-}
-
-/// Wraps the current panic hook once: record the panic, then print it as usual.
-fn install_panic_hook() {
-    static INSTALL: Once = Once::new();
-    INSTALL.call_once(|| {
-        let previous = panic::take_hook();
-        panic::set_hook(Box::new(move |info| {
-            let seen = PanicSeen::from_hook(info);
-            // `try_with`: a panic during thread teardown must not panic again in the hook.
-            let _ = LAST_PANIC.try_with(|last| {
-                if let Ok(mut last) = last.try_borrow_mut() {
-                    *last = Some(seen);
-                }
-            });
-            previous(info);
-        }));
-    });
 }
 
 /// Writes the results next to `path` under a temporary name, then renames it into place, so

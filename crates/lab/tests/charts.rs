@@ -313,3 +313,219 @@ fn rendering_is_deterministic() {
     let chart = Bar::new(0..3, [1.0, 2.0, 3.0]);
     assert_eq!(chart.to_svg("a").unwrap(), chart.to_svg("a").unwrap());
 }
+
+/// The `points` of a `<polygon>` as numbers.
+fn polygon_points(polygon: &roxmltree::Node<'_, '_>) -> Vec<(f64, f64)> {
+    polygon
+        .attribute("points")
+        .unwrap()
+        .split_whitespace()
+        .map(|p| {
+            let (x, y) = p.split_once(',').unwrap();
+            (x.parse().unwrap(), y.parse().unwrap())
+        })
+        .collect()
+}
+
+fn banded_chart() -> Line {
+    Line::new()
+        .series("MQA", [1, 2, 3], [0.60, 0.75, 0.84])
+        .band([0.55, 0.71, 0.81], [0.66, 0.78, 0.86])
+        .series("MHA", [1, 2, 3], [0.62, 0.77, 0.86])
+        .x_label("步数")
+        .y_label("准确率")
+}
+
+/// A band is one polygon in its series' colour, drawn under every line, with a tooltip; the
+/// points of its series add the band to theirs, other series' points do not.
+#[test]
+fn a_band_is_a_titled_polygon_under_the_lines() {
+    let svg = banded_chart().to_svg("准确率").unwrap();
+    check_svg(&svg, "准确率");
+    assert_eq!(
+        mark_titles(&svg),
+        [
+            "MQA，准确率：0.55–0.86",
+            "MQA，步数 1，准确率：0.6（0.55–0.66）",
+            "MQA，步数 2，准确率：0.75（0.71–0.78）",
+            "MQA，步数 3，准确率：0.84（0.81–0.86）",
+            "MHA，步数 1，准确率：0.62",
+            "MHA，步数 2，准确率：0.77",
+            "MHA，步数 3，准确率：0.86",
+        ]
+    );
+    let doc = roxmltree::Document::parse(&svg).unwrap();
+    // The band and the series' lines (axes and ticks are drawn in `currentColor`).
+    let shapes: Vec<_> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("polygon") || n.has_tag_name("polyline"))
+        .filter(|n| n.attribute("stroke") != Some("currentColor"))
+        .collect();
+    let kinds: Vec<&str> = shapes.iter().map(|n| n.tag_name().name()).collect();
+    assert_eq!(
+        kinds,
+        ["polygon", "polyline", "polyline"],
+        "the band comes first"
+    );
+    let band = &shapes[0];
+    assert_eq!(
+        (band.attribute("fill"), band.attribute("opacity")),
+        (Some("#2F7FD8"), Some("0.2"))
+    );
+    // Along the low ends and back along the high ends, at the x of each point: below the
+    // point's marker, then above it (SVG y grows downwards).
+    let outline = polygon_points(band);
+    let markers: Vec<(f64, f64)> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("circle") && n.attribute("class") == Some("lab-mark"))
+        .map(|n| {
+            let at = |a: &str| n.attribute(a).unwrap().parse::<f64>().unwrap();
+            (at("cx"), at("cy"))
+        })
+        .collect();
+    assert_eq!((outline.len(), markers.len()), (6, 3));
+    for (k, (cx, cy)) in markers.iter().enumerate() {
+        let (low, high) = (outline[k], outline[5 - k]);
+        assert_eq!((low.0, high.0), (*cx, *cx));
+        assert!(low.1 > *cy && high.1 < *cy, "{low:?} {high:?} around {cy}");
+    }
+    // The legend shows the band behind the swatch of its series only.
+    let legend_bands = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("rect") && n.attribute("opacity") == Some("0.2"))
+        .count();
+    assert_eq!(legend_bands, 1);
+}
+
+/// A band beyond a fixed y range stops at its edge: the same polygon as a band that ends
+/// exactly there.
+#[test]
+fn a_band_beyond_a_fixed_range_is_cut_at_its_edge() {
+    let outline = |hi: f64| {
+        let svg = Line::new()
+            .series("a", [0, 1, 2], [0.5, 0.5, 0.5])
+            .band([0.2, 0.2, 0.2], [0.8, hi, 0.8])
+            .y_range(0.0, 1.0)
+            .to_svg("x")
+            .unwrap();
+        let doc = roxmltree::Document::parse(&svg).unwrap();
+        let band = doc
+            .descendants()
+            .find(|n| n.has_tag_name("polygon"))
+            .unwrap();
+        let mut points = polygon_points(&band);
+        points.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        points
+    };
+    let at_edge = outline(1.0);
+    let beyond = outline(3.0);
+    // Cut where its edges cross y = 1: two points at the edge's height instead of one peak.
+    let top = at_edge.iter().map(|p| p.1).fold(f64::INFINITY, f64::min);
+    assert!(beyond.iter().all(|p| p.1 >= top), "{beyond:?} above {top}");
+    assert_eq!(
+        beyond.iter().filter(|p| p.1 == top).count(),
+        2,
+        "{beyond:?}"
+    );
+    assert_eq!(
+        at_edge.iter().filter(|p| p.1 == top).count(),
+        1,
+        "{at_edge:?}"
+    );
+}
+
+/// The charts of `tests/snapshots/`, each named by its file stem. The first six were written
+/// before the band existed and the chart modules were reorganised: drawing them must give the
+/// same bytes.
+fn snapshot_charts() -> Vec<(&'static str, String)> {
+    let n = [16.0_f64, 64.0, 256.0, 1024.0, 4096.0];
+    let svg = |chart: &dyn Chart, title: &str| chart.to_svg(title).unwrap();
+    vec![
+        (
+            "line_log",
+            svg(
+                &Line::new()
+                    .series("点积注意力", n, n.map(|x| 0.02 * x))
+                    .series("加性", n, n.map(|x| 0.5 * x))
+                    .log_x()
+                    .log_y()
+                    .x_label("n")
+                    .y_label("t"),
+                "a",
+            ),
+        ),
+        (
+            "line_lin",
+            svg(&Line::new().series("", 0..10, (0..10).map(|i| i * i)), "b"),
+        ),
+        (
+            "line_range",
+            svg(
+                &Line::new()
+                    .series("a", [1.0, 2.0, 3.0], [5.0, 50.0, 5.0])
+                    .series("b", 0..60, (0..60).map(|i| (i as f64).sin()))
+                    .y_range(0.0, 10.0),
+                "c",
+            ),
+        ),
+        (
+            "bar",
+            svg(
+                &Bar::new(["我", "爱", "北京", "。"], [0.05, 0.6, 0.25, 0.1])
+                    .x_label("x")
+                    .y_label("y")
+                    .reference(0.25, "均匀")
+                    .annotate(2),
+                "d",
+            ),
+        ),
+        (
+            "heat",
+            svg(
+                &Heatmap::new(&array![[0.7, 0.3], [0.41, 0.59]], [1, 2], [1, 2]).x_label("键"),
+                "e",
+            ),
+        ),
+        (
+            "panels",
+            svg(
+                &Panels::new()
+                    .x_label("位置")
+                    .panel("d_k = 4", 0..2, [0.25, 0.75])
+                    .panel("d", 0..2, [0.5, 0.5]),
+                "f",
+            ),
+        ),
+        ("line_band", svg(&banded_chart(), "准确率")),
+    ]
+}
+
+/// Every chart renders to the bytes of its snapshot; `LAB_UPDATE_SNAPSHOTS=1` rewrites them
+/// (review the diff), and a snapshot no chart produces is stale.
+#[test]
+fn charts_match_their_snapshots() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots");
+    let update = std::env::var_os("LAB_UPDATE_SNAPSHOTS").is_some();
+    let charts = snapshot_charts();
+    let mut failures = Vec::new();
+    for (name, svg) in &charts {
+        let path = dir.join(format!("{name}.svg"));
+        if update {
+            std::fs::write(&path, svg).unwrap();
+        } else if std::fs::read_to_string(&path).ok().as_deref() != Some(svg.as_str()) {
+            failures.push(format!("{} differs (or is missing)", path.display()));
+        }
+    }
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let stem = path.file_stem().unwrap().to_string_lossy().into_owned();
+        if !charts.iter().any(|(name, _)| *name == stem) {
+            failures.push(format!("{} is stale: no chart draws it", path.display()));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{}\nrerun with LAB_UPDATE_SNAPSHOTS=1 if the change is intended",
+        failures.join("\n")
+    );
+}

@@ -1,4 +1,5 @@
-//! Line charts: several named series over a shared x axis, linear or logarithmic.
+//! Line charts: several named series over a shared x axis, linear or logarithmic, each
+//! optionally with a shaded band (a min-max range over seeds around a mean).
 //!
 //! The legend is laid out by this module (a row above the plot, wrapping), not by plotters,
 //! whose svg-only text estimate makes legends with Chinese names about twice too wide.
@@ -10,12 +11,14 @@ use plotters::series::LineSeries;
 use plotters::style::text_anchor::{HPos, VPos};
 use plotters::style::{Color, RGBColor, ShapeStyle};
 
+use super::band::{self, BAND_OPACITY};
 use super::frame::{Frame, Plot, text_at};
 use super::mark;
 use super::scale::Scale;
 use super::text;
 use super::theme::{self, MARGIN, TICK_PX};
 use super::{Area, Chart, ChartResult};
+use crate::stats::summarize_columns;
 use crate::value::Scalar;
 
 /// Series with more points than this are drawn without markers.
@@ -25,6 +28,8 @@ const SWATCH: f64 = 22.0;
 const SWATCH_GAP: f64 = 6.0;
 const ENTRY_GAP: f64 = 18.0;
 const LEGEND_ROW: f64 = TICK_PX * 1.6;
+/// Half the height of a band's swatch in the legend.
+const BAND_SWATCH: i32 = 5;
 
 /// A line chart of named series.
 ///
@@ -55,6 +60,8 @@ pub struct Line {
 struct Series {
     name: String,
     points: Vec<(f64, f64)>,
+    /// The band's low and high end at each point, if the series has one.
+    band: Option<Vec<(f64, f64)>>,
 }
 
 impl Series {
@@ -111,8 +118,107 @@ impl Line {
         self.series.push(Series {
             name,
             points: xs.into_iter().zip(ys).collect(),
+            band: None,
         });
         self
+    }
+
+    /// Shades a band around the series added last, from `lo[i]` to `hi[i]` at its `i`-th x:
+    /// the range over seeds around a mean, a confidence interval. It is drawn under every line
+    /// in the series' colour, has its own tooltip (the series, the y axis title and the band's
+    /// lowest and highest value), and each marked point's tooltip adds the band at that point,
+    /// as in `0.84 (0.81–0.86)`. Points where `lo` or `hi` is not finite break the band.
+    ///
+    /// ```
+    /// # use lab::prelude::*;
+    /// let steps = [1, 2, 3];
+    /// let chart = Line::new()
+    ///     .series("MQA", steps, [0.60, 0.75, 0.84])
+    ///     .band([0.55, 0.71, 0.81], [0.66, 0.78, 0.86])
+    ///     .y_label("准确率");
+    /// let svg = chart.to_svg("准确率").unwrap();
+    /// assert!(svg.contains("<title>MQA，准确率：0.55–0.86</title></polygon>"));
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// If no series was added yet, or `lo` or `hi` has not one value per point of it.
+    #[track_caller]
+    pub fn band<L, H>(mut self, lo: L, hi: H) -> Self
+    where
+        L: IntoIterator,
+        L::Item: Scalar,
+        H: IntoIterator,
+        H::Item: Scalar,
+    {
+        let Some(series) = self.series.last_mut() else {
+            panic!("`band` shades the series added last, but there is none yet; add one first");
+        };
+        let lo: Vec<f64> = lo.into_iter().map(Scalar::to_f64).collect();
+        let hi: Vec<f64> = hi.into_iter().map(Scalar::to_f64).collect();
+        let n = series.points.len();
+        assert!(
+            lo.len() == n && hi.len() == n,
+            "the band of series `{}` needs one low and one high value per point: {n} points, \
+             {} low, {} high",
+            series.name,
+            lo.len(),
+            hi.len()
+        );
+        series.band = Some(lo.into_iter().zip(hi).collect());
+        self
+    }
+
+    /// Adds a series named `name` through the mean of several runs at each x, with the band
+    /// from their minimum to their maximum ([`Line::band`]): `runs` holds one sequence of y
+    /// values per run (seed), each as long as `xs`, such as the curves `lab.seeds` returns.
+    ///
+    /// ```
+    /// # use lab::prelude::*;
+    /// let runs = vec![vec![1.0, 0.5], vec![3.0, 1.5]];
+    /// let chart = Line::new().mean_band("loss", [1, 2], &runs);
+    /// let svg = chart.to_svg("loss").unwrap();
+    /// assert!(svg.contains("<title>loss, 1: 2 (1–3)</title>"));
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// If there are no runs, or the runs differ in length or from `xs`.
+    #[track_caller]
+    pub fn mean_band<X, R>(self, name: impl Into<String>, xs: X, runs: R) -> Self
+    where
+        X: IntoIterator,
+        X::Item: Scalar,
+        R: IntoIterator,
+        R::Item: IntoIterator,
+        <R::Item as IntoIterator>::Item: Scalar,
+    {
+        let name = name.into();
+        let rows: Vec<Vec<f64>> = runs
+            .into_iter()
+            .map(|run| run.into_iter().map(Scalar::to_f64).collect())
+            .collect();
+        assert!(
+            !rows.is_empty(),
+            "series `{name}`: a mean needs at least one run"
+        );
+        if let Some((i, row)) = rows
+            .iter()
+            .enumerate()
+            .find(|(_, row)| row.len() != rows[0].len())
+        {
+            panic!(
+                "series `{name}`: run {i} has {} values but run 0 has {}",
+                row.len(),
+                rows[0].len()
+            );
+        }
+        let summaries = summarize_columns(&rows);
+        self.series(name, xs, summaries.iter().map(|s| s.mean))
+            .band(
+                summaries.iter().map(|s| s.min),
+                summaries.iter().map(|s| s.max),
+            )
     }
 
     /// Title of the x axis.
@@ -151,14 +257,8 @@ impl Line {
         self
     }
 
-    fn scale(
-        &self,
-        axis: &str,
-        log: bool,
-        pick: impl Fn(&(f64, f64)) -> f64,
-    ) -> Result<Scale, String> {
-        let values = self.series.iter().flat_map(|s| s.points.iter().map(&pick));
-        let finite: Vec<f64> = values.filter(|v| v.is_finite()).collect();
+    fn scale(&self, axis: &str, log: bool, values: Vec<f64>) -> Result<Scale, String> {
+        let finite: Vec<f64> = values.into_iter().filter(|v| v.is_finite()).collect();
         let lo = finite.iter().copied().fold(f64::INFINITY, f64::min);
         let hi = finite.iter().copied().fold(f64::NEG_INFINITY, f64::max);
         if !log {
@@ -176,10 +276,28 @@ impl Line {
         })
     }
 
+    /// Every x value of every series.
+    fn xs(&self) -> Vec<f64> {
+        let points = self.series.iter().flat_map(|s| &s.points);
+        points.map(|p| p.0).collect()
+    }
+
+    /// Every y value of every series, band ends included.
+    fn ys(&self) -> Vec<f64> {
+        let mut ys: Vec<f64> = self
+            .series
+            .iter()
+            .flat_map(|s| s.points.iter().map(|p| p.1))
+            .collect();
+        let bands = self.series.iter().filter_map(|s| s.band.as_ref()).flatten();
+        ys.extend(bands.flat_map(|&(lo, hi)| [lo, hi]));
+        ys
+    }
+
     /// The y axis: fixed by `y_range` or fitted to the data.
     fn y_scale(&self) -> Result<Scale, String> {
         match self.y_range {
-            None => self.scale("y", self.log_y, |p| p.1),
+            None => self.scale("y", self.log_y, self.ys()),
             Some((lo, hi)) if !self.log_y => Ok(Scale::linear(lo, hi)),
             Some((lo, hi)) if lo > 0.0 => Ok(Scale::log(lo, hi)),
             Some((lo, _)) => Err(format!(
@@ -203,7 +321,7 @@ impl Chart for Line {
         let rows = legend_rows(&self.names(), legend_width);
         let legend_height = (rows.len() as f64 * LEGEND_ROW).ceil() as u32;
         let frame = Frame {
-            x: self.scale("x", self.log_x, |p| p.0)?,
+            x: self.scale("x", self.log_x, self.xs())?,
             y: self.y_scale()?,
             x_desc: self.x_label.as_deref(),
             y_desc: self.y_label.as_deref(),
@@ -212,6 +330,17 @@ impl Chart for Line {
             x_grid: true,
         };
         let mut chart = frame.draw(&area)?;
+        // Bands first, so that every line and marker stays above every band.
+        for (i, series) in self.series.iter().enumerate() {
+            if let Some(lo_hi) = &series.band {
+                let banded = band::Banded {
+                    name: &series.name,
+                    points: &series.points,
+                    band: lo_hi,
+                };
+                band::draw(&area, &mut chart, &frame, i, &banded)?;
+            }
+        }
         for (i, series) in self.series.iter().enumerate() {
             draw_series(&area, &mut chart, &frame, i, series)?;
         }
@@ -229,13 +358,15 @@ fn draw_series(
     i: usize,
     series: &Series,
 ) -> ChartResult {
-    let finite: Vec<(f64, f64)> = series
+    // Each finite point with its index, which finds its band.
+    let finite: Vec<(usize, (f64, f64))> = series
         .points
         .iter()
         .copied()
-        .filter(|(a, b)| a.is_finite() && b.is_finite())
+        .enumerate()
+        .filter(|(_, (a, b))| a.is_finite() && b.is_finite())
         .collect();
-    let to_plot = |&(a, b): &(f64, f64)| (frame.x.to_plot(a), frame.y.to_plot(b));
+    let to_plot = |&(_, (a, b)): &(usize, (f64, f64))| (frame.x.to_plot(a), frame.y.to_plot(b));
     let color = theme::series_color(i);
     let plotted: Vec<(f64, f64)> = finite.iter().map(to_plot).collect();
     // A fixed `y_range` may leave points outside it: the line is cut at the bounds and those
@@ -245,9 +376,10 @@ fn draw_series(
         chart.draw_series(LineSeries::new(run, color.stroke_width(2)))?;
     }
     if series.marked() {
-        for (point, at) in finite.iter().zip(&plotted) {
+        for (&(k, point), at) in finite.iter().zip(&plotted) {
             if y.start <= at.1 && at.1 <= y.end {
-                mark::title_next(area, &point_title(frame, series, *point))?;
+                let band = series.band.as_ref().map(|band| band[k]);
+                mark::title_next(area, &point_title(frame, series, point, band))?;
                 marker(area, i, chart.backend_coord(at), color)?;
             }
         }
@@ -304,11 +436,27 @@ fn clip_segment(a: (f64, f64), b: (f64, f64), y: &Range<f64>) -> Option<((f64, f
     Some((at(t0), at(t1)))
 }
 
-/// The tooltip of a point: series name, x and y, with the axis titles.
-fn point_title(frame: &Frame<'_>, series: &Series, (x, y): (f64, f64)) -> String {
+/// The tooltip of a point: series name, x and y, with the axis titles; and the band at the
+/// point, if the series has one, in parentheses after y.
+fn point_title(
+    frame: &Frame<'_>,
+    series: &Series,
+    (x, y): (f64, f64),
+    band: Option<(f64, f64)>,
+) -> String {
     let x = mark::value_text(x, None);
     let parts = [(None, series.name.as_str()), (frame.x_desc, x.as_str())];
-    mark::describe(&parts, frame.y_desc, &mark::value_text(y, None))
+    let mut value = mark::value_text(y, None);
+    if let Some((lo, hi)) = band {
+        let (open, close) = if mark::is_wide_text(&parts, frame.y_desc) {
+            ("（", "）")
+        } else {
+            (" (", ")")
+        };
+        let (lo, hi) = (mark::value_text(lo, None), mark::value_text(hi, None));
+        value = format!("{value}{open}{lo}–{hi}{close}");
+    }
+    mark::describe(&parts, frame.y_desc, &value)
 }
 
 /// Legend entries (series index, x offset) per row, wrapping at `width`; series without a
@@ -343,6 +491,11 @@ fn draw_legend(
         for &(i, offset) in row {
             let x = origin.0 + offset as i32;
             let color = theme::series_color(i);
+            if line.series[i].band.is_some() {
+                let corners = [(0, -BAND_SWATCH), (SWATCH as i32, BAND_SWATCH)];
+                let band = Rectangle::new(corners, color.mix(BAND_OPACITY).filled());
+                area.draw(&(EmptyElement::at((x - bx, y - by)) + band))?;
+            }
             let swatch = Rectangle::new([(0, -1), (SWATCH as i32, 1)], color.filled());
             area.draw(&(EmptyElement::at((x - bx, y - by)) + swatch))?;
             if line.series[i].marked() {
@@ -438,5 +591,64 @@ mod tests {
         let line = Line::new().series("a", [0.0, 1.0], [1.0, 2.0]).log_x();
         let err = line.to_svg("x").unwrap_err().to_string();
         assert!(err.contains("logarithmic"), "{err}");
+    }
+
+    /// A fitted y axis covers the band, not only the line.
+    #[test]
+    fn the_y_axis_covers_the_band() {
+        let line = Line::new().series("a", [0, 1], [1.0, 2.0]);
+        assert_eq!(
+            line.y_scale().unwrap().range(),
+            line.y_scale().unwrap().range()
+        );
+        let banded = line.clone().band([-4.0, 0.0], [3.0, 12.0]);
+        let range = banded.y_scale().unwrap().range();
+        assert!(range.start <= -4.0 && range.end >= 12.0, "{range:?}");
+        assert!(line.y_scale().unwrap().range().end < 12.0);
+        // On a log axis a band end must be positive, as a value must.
+        let log = Line::new()
+            .series("a", [1, 2], [1.0, 2.0])
+            .band([0.0, 1.0], [2.0, 3.0])
+            .log_y();
+        let err = log.to_svg("x").unwrap_err().to_string();
+        assert!(err.contains("logarithmic"), "{err}");
+    }
+
+    #[test]
+    fn mean_band_is_the_mean_with_the_extremes() {
+        let runs = [[1.0, 10.0], [2.0, 40.0], [6.0, 10.0]];
+        let line = Line::new().mean_band("m", [0, 1], runs);
+        let series = &line.series[0];
+        assert_eq!(series.points, [(0.0, 3.0), (1.0, 20.0)]);
+        assert_eq!(
+            series.band.as_deref(),
+            Some(&[(1.0, 6.0), (10.0, 40.0)][..])
+        );
+    }
+
+    #[test]
+    #[should_panic(expected = "shades the series added last, but there is none yet")]
+    fn a_band_needs_a_series() {
+        let _ = Line::new().band([1.0], [2.0]);
+    }
+
+    #[test]
+    #[should_panic(
+        expected = "needs one low and one high value per point: 2 points, 2 low, 1 high"
+    )]
+    fn a_band_needs_a_value_per_point() {
+        let _ = Line::new().series("a", [0, 1], [1, 2]).band([0, 1], [3]);
+    }
+
+    #[test]
+    #[should_panic(expected = "series `m`: run 1 has 1 values but run 0 has 2")]
+    fn mean_band_refuses_ragged_runs() {
+        let _ = Line::new().mean_band("m", [0, 1], vec![vec![1.0, 2.0], vec![1.0]]);
+    }
+
+    #[test]
+    #[should_panic(expected = "series `m`: a mean needs at least one run")]
+    fn mean_band_needs_a_run() {
+        let _ = Line::new().mean_band("m", [0, 1], Vec::<Vec<f64>>::new());
     }
 }

@@ -11,10 +11,10 @@
 use plotters::element::Text;
 use plotters::style::IntoFont;
 
-use super::svg::trim_number;
 use super::text::is_wide;
 use super::theme;
 use super::{Area, ChartResult};
+use crate::fmt::trim_number;
 
 /// Font family that marks a sentinel; never reaches the finished SVG.
 const SENTINEL_FAMILY: &str = "lab-mark-title";
@@ -89,12 +89,23 @@ pub(crate) fn describe(
         })
         .collect();
     names.extend(value_axis.map(str::to_owned));
-    let wide = names.iter().any(|n| n.chars().any(is_wide));
-    let (comma, colon) = if wide { ("，", "：") } else { (", ", ": ") };
+    let (comma, colon) = if is_wide_text(parts, value_axis) {
+        ("，", "：")
+    } else {
+        (", ", ": ")
+    };
     if names.is_empty() {
         return value.to_owned();
     }
     format!("{}{colon}{value}", names.join(comma))
+}
+
+/// Whether the names of a mark (as [`describe`] gets them) contain Chinese (or other wide)
+/// text, which takes full-width punctuation.
+pub(crate) fn is_wide_text(parts: &[(Option<&str>, &str)], value_axis: Option<&str>) -> bool {
+    let labels = parts.iter().filter(|(_, label)| !label.is_empty());
+    let texts = labels.flat_map(|(axis, label)| axis.iter().copied().chain([*label]));
+    texts.chain(value_axis).any(|t| t.chars().any(is_wide))
 }
 
 /// A value as a reader wants it in a tooltip: `decimals` if the chart prints its values with

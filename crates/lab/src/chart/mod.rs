@@ -13,6 +13,7 @@ use plotters::coord::Shift;
 use plotters::drawing::{DrawingArea, IntoDrawingArea};
 use plotters::prelude::SVGBackend;
 
+mod band;
 mod bar;
 mod frame;
 mod heatmap;

@@ -14,6 +14,7 @@
 
 use super::mark;
 use super::theme::INK;
+use crate::fmt::trim_number;
 
 /// Class on every chart's root element, for the site's CSS.
 pub(crate) const CHART_CLASS: &str = "lab-chart";
@@ -81,16 +82,6 @@ fn round_font_sizes(body: &str) -> String {
     }
     out.push_str(rest);
     out
-}
-
-/// `x` with at most `decimals` decimals and no trailing zeros.
-pub(crate) fn trim_number(x: f64, decimals: usize) -> String {
-    let s = format!("{x:.decimals$}");
-    if s.contains('.') {
-        s.trim_end_matches('0').trim_end_matches('.').to_owned()
-    } else {
-        s
-    }
 }
 
 /// Escapes text for XML content and attribute values.
