@@ -126,15 +126,8 @@ fn rendered(text: String, values: &[f64]) -> Option<(String, Vec<Diagnostic>)> {
         chapters: vec![Ran { parsed, run }],
         glossary: None,
     };
-    let (bindings, problems) = quotes::bind(&series);
+    let (series, problems) = quotes::bind(series);
     diagnostics.extend(problems);
-    let series = series.map_chapters(|chapters| {
-        chapters
-            .into_iter()
-            .zip(bindings)
-            .map(|(ran, bindings)| Bound { ran, bindings })
-            .collect()
-    });
     fix_quotes(&series.chapters[0]);
     diagnostics.extend(links::check(&series));
     let (refs, problems) = xref::resolve_all(&series);
@@ -167,6 +160,7 @@ fn rendered(text: String, values: &[f64]) -> Option<(String, Vec<Diagnostic>)> {
         maths: &maths,
         run: None,
         bindings: &chapter.bindings,
+        claims: &chapter.claims,
         base_path: "/",
         refs: refs.first().map_or(&[][..], Vec::as_slice),
         citations: &citations,

@@ -101,6 +101,7 @@ fn index_json(dir: &Path) -> String {
                 attnbook::quotes::Bound {
                     ran,
                     bindings: Vec::new(),
+                    claims: Vec::new(),
                 }
             })
             .collect()

@@ -12,7 +12,7 @@ use std::ops::Range;
 
 use pulldown_cmark::{Event, LinkType, Options, Parser, Tag, TagEnd};
 
-use super::{cite, raw_html};
+use super::{cite, claim, raw_html};
 use crate::content::Chapter;
 use crate::diagnostic::Diagnostic;
 use crate::markdown::quote::{self as syntax, QuoteSyntax};
@@ -22,6 +22,10 @@ use crate::markdown::quote::{self as syntax, QuoteSyntax};
 pub(super) enum Inline {
     Quote(QuoteSyntax),
     Cite(cite::Citation),
+    /// The `[` of claim `.1` (an index into the chapter's claims, in source order).
+    ClaimOpen(Box<claim::ClaimSyntax>, usize),
+    /// The `]{? rule}` of claim `.1`.
+    ClaimClose(Box<claim::ClaimSyntax>, usize),
 }
 
 impl Inline {
@@ -29,6 +33,16 @@ impl Inline {
         match self {
             Inline::Quote(q) => q.span.clone(),
             Inline::Cite(c) => c.span.clone(),
+            Inline::ClaimOpen(c, _) => c.open.clone(),
+            Inline::ClaimClose(c, _) => c.close.clone(),
+        }
+    }
+
+    /// The claim this is a part of, if it is one.
+    pub(super) fn claim(&self) -> Option<usize> {
+        match self {
+            Inline::ClaimOpen(_, i) | Inline::ClaimClose(_, i) => Some(*i),
+            _ => None,
         }
     }
 }
@@ -49,7 +63,37 @@ pub(super) fn recognise(chapter: &Chapter) -> (Vec<Inline>, Vec<Diagnostic>) {
         })
         .collect();
     diagnostics.extend(raw_html::report(chapter, &contexts.html));
+    let (claims, claim_errors) = claim::scan(body, base, &excluded);
+    diagnostics.extend(claim_errors.into_iter().map(|e| {
+        Diagnostic::error(e.message)
+            .at(chapter.location(e.span))
+            .with_help(e.help)
+    }));
+    // A quote inside a claim's statement is fine; one that overlaps its `[` or `]{?..}` is not
+    // a quote.
+    let quotes: Vec<QuoteSyntax> = quotes
+        .into_iter()
+        .filter(|q| {
+            !claims
+                .iter()
+                .any(|c| overlaps(&q.span, &c.open) || overlaps(&q.span, &c.close))
+        })
+        .collect();
+    for quote in &quotes {
+        if let Some((message, help)) = syntax::ambiguous_rounding(quote) {
+            diagnostics.push(
+                Diagnostic::warning(message)
+                    .at(chapter.location(quote.number.span.clone()))
+                    .with_help(help),
+            );
+        }
+    }
     let mut inlines: Vec<Inline> = quotes.into_iter().map(Inline::Quote).collect();
+    for (i, c) in claims.into_iter().enumerate() {
+        let c = Box::new(c);
+        inlines.push(Inline::ClaimOpen(c.clone(), i));
+        inlines.push(Inline::ClaimClose(c, i));
+    }
     let cites: Vec<Inline> = cite::scan(body, base, &excluded)
         .into_iter()
         .filter(|c| !inlines.iter().any(|i| overlaps(&i.span(), &c.span)))
@@ -199,6 +243,8 @@ mod tests {
                 let kind = match i {
                     Inline::Quote(_) => "quote",
                     Inline::Cite(_) => "cite",
+                    Inline::ClaimOpen(..) => "claim[",
+                    Inline::ClaimClose(..) => "]claim",
                 };
                 (kind, chapter.source[i.span()].to_string())
             })

@@ -6,6 +6,7 @@
 //! Every piece keeps its byte span in the chapter file, so any stage can report `path:line:col`.
 
 pub mod cite;
+pub mod claim;
 mod east_asian;
 pub(crate) mod experiment;
 mod headings;
@@ -103,6 +104,10 @@ pub enum Piece {
     Ref(usize),
     /// Citation `Doc::citations[i]`.
     Cite(usize),
+    /// Where the statement of claim `Doc::claims[i]` starts.
+    ClaimStart(usize),
+    /// Where it ends.
+    ClaimEnd(usize),
     /// Start of heading `Doc::headings[i]`.
     HeadingStart(usize),
     /// End of heading `Doc::headings[i]`.
@@ -143,6 +148,8 @@ pub struct Doc {
     pub experiments: Vec<Experiment>,
     /// Quoted numbers.
     pub quotes: Vec<QuoteSyntax>,
+    /// Claims, `[statement]{? rule}`, in source order.
+    pub claims: Vec<claim::ClaimSyntax>,
     /// Headings (for the TOC and anchors).
     pub headings: Vec<Heading>,
     /// Links and images, for checking.
@@ -229,11 +236,19 @@ pub fn parse(chapter: &Chapter) -> (Doc, Vec<Diagnostic>) {
         }
         // A masked construct that did not come back as text would leak its mask onto the page:
         // parse again with it unmasked (plain Markdown) and say so. Each round drops at least
-        // one, so this ends.
+        // one, so this ends. A claim goes whole: both its ends, or neither.
         for span in &builder.unplaced {
             diagnostics.push(unplaced(chapter, span.clone()));
         }
-        inlines.retain(|i| !builder.unplaced.contains(&i.span()));
+        let dropped_claims: Vec<usize> = inlines
+            .iter()
+            .filter(|i| builder.unplaced.contains(&i.span()))
+            .filter_map(Inline::claim)
+            .collect();
+        inlines.retain(|i| {
+            !builder.unplaced.contains(&i.span())
+                && !i.claim().is_some_and(|c| dropped_claims.contains(&c))
+        });
     }
 }
 
@@ -291,6 +306,10 @@ struct Builder<'c> {
     heading: Option<OpenHeading>,
     paragraph_start: Option<usize>,
     last_text_span: Range<usize>,
+    /// Open claims: index, paragraph and inline depth at the `[`, span of the `[`.
+    open_claims: Vec<(usize, Option<usize>, usize, Range<usize>)>,
+    /// Open emphasis, strong, strikethrough, links and images.
+    inline_depth: usize,
 }
 
 struct OpenHeading {
@@ -318,6 +337,8 @@ impl<'c> Builder<'c> {
             heading: None,
             paragraph_start: None,
             last_text_span: 0..0,
+            open_claims: Vec::new(),
+            inline_depth: 0,
         }
     }
 
@@ -353,6 +374,12 @@ impl<'c> Builder<'c> {
         }
         if block_boundary(&event) {
             self.flush_dollars();
+        } else {
+            match &event {
+                Event::Start(_) => self.inline_depth += 1,
+                Event::End(_) => self.inline_depth = self.inline_depth.saturating_sub(1),
+                _ => {}
+            }
         }
         match event {
             Event::Start(Tag::CodeBlock(kind)) => self.start_code(kind, span),
@@ -466,6 +493,8 @@ impl<'c> Builder<'c> {
             rest = at.end;
             match inline {
                 Inline::Quote(q) => self.quote(q),
+                Inline::ClaimOpen(c, _) => self.claim_open(*c, at),
+                Inline::ClaimClose(c, _) => self.claim_close(&c, at),
                 Inline::Cite(c) => {
                     let chapter = self.chapter;
                     self.heading_text(&chapter.source[c.span.clone()]);
@@ -477,6 +506,33 @@ impl<'c> Builder<'c> {
             }
         }
         self.plain_text(&text[rest - span.start..], exact.then_some(rest));
+    }
+
+    fn claim_open(&mut self, c: claim::ClaimSyntax, span: Range<usize>) {
+        self.doc.claims.push(c);
+        let index = self.doc.claims.len() - 1;
+        self.open_claims
+            .push((index, self.paragraph_start, self.inline_depth, span));
+        self.doc.pieces.push(Piece::ClaimStart(index));
+    }
+
+    /// Closes the innermost open claim; its `[` must be in the same paragraph and inside the
+    /// same emphasis or link, or the page's HTML would not nest.
+    fn claim_close(&mut self, c: &claim::ClaimSyntax, span: Range<usize>) {
+        let Some((index, paragraph, depth, open)) = self.open_claims.pop() else {
+            return;
+        };
+        if paragraph != self.paragraph_start || depth != self.inline_depth || open != c.open {
+            self.diagnostics.push(
+                Diagnostic::error("a claim's `[` and `]{?` must enclose whole Markdown")
+                    .at(self.chapter.location(span))
+                    .with_help(
+                        "put the claim's brackets in one paragraph, both inside or both outside \
+                         any emphasis or link",
+                    ),
+            );
+        }
+        self.doc.pieces.push(Piece::ClaimEnd(index));
     }
 
     fn quote(&mut self, q: QuoteSyntax) {

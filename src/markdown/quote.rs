@@ -9,6 +9,8 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
+use super::claim::{Expr, Op, parse_rule};
+
 /// How close the rerun value must be to the quoted number.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Tolerance {
@@ -25,6 +27,26 @@ pub enum Tolerance {
     /// `lo..hi`: the rerun value must lie in the closed interval `[lo, hi]`. Like a bound,
     /// `verify --fix` refreshes the quoted number and never the band.
     Band(f64, f64),
+    /// `< rule`, `== rule ±x`, ...: the rerun value compared with other recorded values; the
+    /// comparison is the quote's [`Relation`]. Like a bound, `--fix` refreshes only the number.
+    Relative,
+}
+
+/// A quote's bound relative to other values: `[0.92]{=acc.rel < acc.sin}`,
+/// `[2.07 MiB]{=ex.mib == mem.flash ±0.01}`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Relation {
+    /// The comparison: the quoted value on its left, `rhs` on its right.
+    pub op: Op,
+    /// What it is compared with: a number-valued rule over recorded values.
+    pub rhs: Expr,
+    /// `rhs` as written.
+    pub rhs_text: String,
+    /// For `==`: how far apart the two may be (`±x` absolute, `~p%` relative to `rhs`);
+    /// without it `==` means exactly equal.
+    pub slack: Option<Tolerance>,
+    /// The whole rule as written (`== mem.flash ±0.01`).
+    pub text: String,
 }
 
 impl Tolerance {
@@ -37,13 +59,13 @@ impl Tolerance {
     /// (bounds and bands): `verify --fix` keeps the quoted number current, inside the rule or
     /// outside it, and never rewrites the rule itself; outside it the quote keeps failing.
     pub fn is_claim(self) -> bool {
-        self.is_bound() || matches!(self, Tolerance::Band(..))
+        self.is_bound() || matches!(self, Tolerance::Band(..) | Tolerance::Relative)
     }
 
     /// True unless the rule's number is infinite or NaN (the parser never produces those).
     pub fn is_finite(self) -> bool {
         match self {
-            Tolerance::Round => true,
+            Tolerance::Round | Tolerance::Relative => true,
             Tolerance::Abs(x)
             | Tolerance::Rel(x)
             | Tolerance::AtLeast(x)
@@ -68,8 +90,10 @@ pub struct QuotedNumber {
     pub plus: bool,
     /// Written with U+2212 (−) instead of `-`.
     pub unicode_minus: bool,
-    /// Written in exponent form (`1.5e-3`).
+    /// Written in exponent form (`1.5e-3`, or `1.5×10⁻³` when `times_ten`).
     pub exponent: bool,
+    /// Written as `1.5×10⁻³` (a superscript exponent), the form Chinese technical text uses.
+    pub times_ten: bool,
 }
 
 /// One `[TEXT]{=name TOLERANCE}` in the source.
@@ -89,6 +113,8 @@ pub struct QuoteSyntax {
     pub name_span: Range<usize>,
     /// The tolerance rule.
     pub tolerance: Tolerance,
+    /// The comparison of a relative bound (`tolerance` is then [`Tolerance::Relative`]).
+    pub relation: Option<Relation>,
 }
 
 /// A malformed quote: span and message and a suggested fix.
@@ -110,6 +136,9 @@ static NUMBER: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"[+\-−]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][+\-]?\d+)?")
         .expect("static regex")
 });
+/// `×10⁻³` after a mantissa: the exponent in superscript digits.
+static TIMES_TEN: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^ ?× ?10([⁺⁻]?[⁰¹²³⁴⁵⁶⁷⁸⁹]+)").expect("static regex"));
 static NAME: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^(?:[A-Za-z0-9_][A-Za-z0-9_\-]*/)?[A-Za-z0-9_\-]+(?:\.[A-Za-z0-9_\-]+)*$")
         .expect("static regex")
@@ -177,15 +206,14 @@ fn parse_one(
         help: "put the number the prose states inside the brackets, e.g. `[0.08]{=entropy.dot}`"
             .into(),
     })?;
-    let number = parse_number(number_match.as_str(), inner_at + number_match.start());
+    let number_end = whole_number(inner, inner_at, number_match.start(), number_match.end())?;
+    let number_text = &inner[number_match.start()..number_end];
+    let number = parse_number(number_text, inner_at + number_match.start());
     if !number.value.is_finite() {
         // Digits only, so this is an overflow (`1e400`): no rerun could ever match it.
         return Err(SyntaxError {
             span: number.span.clone(),
-            message: format!(
-                "the number `{}` is too large for a 64-bit float",
-                number_match.as_str()
-            ),
+            message: format!("the number `{number_text}` is too large for a 64-bit float"),
             help: "quote the number in a larger unit or with a smaller exponent".into(),
         });
     }
@@ -201,29 +229,228 @@ fn parse_one(
         });
     }
     let tolerance_text = parts.next().unwrap_or("").trim();
-    let tolerance = parse_tolerance(tolerance_text).map_err(|message| SyntaxError {
+    let rule_error = |message| SyntaxError {
         span: name_span.end..spec_at + spec.len(),
         message,
-        help: "write nothing (round to the quoted decimals), `±0.01`, `~20%`, `>=10`, `<=0.1` \
-               or a band `1.7..2.4`"
+        help: "write nothing (round to the quoted decimals), `±0.01`, `~20%`, `>=10`, `<=0.1`, \
+               a band `1.7..2.4`, or a bound relative to other values: `< other.name`, \
+               `== other.name ±0.01`"
             .into(),
-    })?;
+    };
+    let relation = parse_relation(tolerance_text).map_err(rule_error)?;
+    let tolerance = match relation {
+        Some(_) => Tolerance::Relative,
+        None => parse_tolerance(tolerance_text).map_err(rule_error)?,
+    };
     Ok(QuoteSyntax {
         span: 0..0,
         prefix: inner[..number_match.start()].to_string(),
         number,
-        suffix: inner[number_match.end()..].to_string(),
+        suffix: inner[number_end..].to_string(),
         name: name.to_string(),
         name_span,
         tolerance,
+        relation,
     })
+}
+
+/// Reads a bound relative to other values (`< b`, `>= 0.9 * b`, `== b ±0.01`); `None` when the
+/// text is another kind of rule (`>=10` with a plain number stays a bound).
+pub fn parse_relation(text: &str) -> Result<Option<Relation>, String> {
+    const OPS: [(&str, Op); 6] = [
+        ("<=", Op::Le),
+        (">=", Op::Ge),
+        ("==", Op::Eq),
+        ("!=", Op::Ne),
+        ("<", Op::Lt),
+        (">", Op::Gt),
+    ];
+    let Some((symbol, op)) = OPS.iter().find(|(s, _)| text.starts_with(s)) else {
+        return Ok(None);
+    };
+    let rest = &text[symbol.len()..];
+    let plain_number = rest.trim().replace(',', "").parse::<f64>().is_ok();
+    if rest.trim().is_empty() || matches!(op, Op::Le | Op::Ge) && plain_number {
+        return Ok(None);
+    }
+    let (rhs_text, slack_text) = match rest.find(['±', '~']).or_else(|| rest.find("+/-")) {
+        Some(at) => (rest[..at].trim(), Some(rest[at..].trim())),
+        None => (rest.trim(), None),
+    };
+    let slack = match slack_text {
+        None => None,
+        Some(_) if *op != Op::Eq => {
+            return Err(format!(
+                "`{text}`: a slack (`±x`, `~p%`) goes only with `==`"
+            ));
+        }
+        Some(s) => match parse_tolerance(s)? {
+            t @ (Tolerance::Abs(_) | Tolerance::Rel(_)) => Some(t),
+            _ => return Err(format!("`{s}` is not a slack: write `±0.01` or `~5%`")),
+        },
+    };
+    let rhs = parse_rule(rhs_text).map_err(|(_, m)| format!("`{text}`: {m}"))?;
+    if matches!(
+        rhs,
+        Expr::Compare(..) | Expr::And(..) | Expr::Or(..) | Expr::Not(..)
+    ) {
+        return Err(format!(
+            "`{text}`: compare the value with a number, not with a comparison"
+        ));
+    }
+    Ok(Some(Relation {
+        op: *op,
+        rhs,
+        rhs_text: rhs_text.to_string(),
+        slack,
+        text: text.to_string(),
+    }))
+}
+
+/// Where the quoted number that the pattern found at `start..end` of `inner` ends: after its
+/// `×10⁻³` if it has one. A number the pattern would only cut out of longer number text
+/// (`.13`, `1 234`, `1_234`, `1，234`, `1,23`, full-width or other non-ASCII digits) is an
+/// error at its column, before anything binds to a part of it.
+fn whole_number(
+    inner: &str,
+    inner_at: usize,
+    start: usize,
+    end: usize,
+) -> Result<usize, SyntaxError> {
+    let superscript = |c: char| "⁰¹²³⁴⁵⁶⁷⁸⁹".contains(c);
+    if let Some((at, c)) = inner
+        .char_indices()
+        .find(|&(_, c)| c.is_numeric() && !c.is_ascii_digit() && !superscript(c))
+    {
+        return Err(SyntaxError {
+            span: inner_at + at..inner_at + at + c.len_utf8(),
+            message: format!("`{c}` is not an ASCII digit"),
+            help:
+                "write the number with ASCII digits 0-9 (full-width and other digits are not read)"
+                    .into(),
+        });
+    }
+    let before = inner[..start].chars().next_back();
+    let after = &inner[end..];
+    let digit_after = |skip: usize| after[skip..].starts_with(|c: char| c.is_ascii_digit());
+    let cut = |message: String, help: &str| SyntaxError {
+        span: inner_at + start..inner_at + end,
+        message,
+        help: help.into(),
+    };
+    let number = &inner[start..end];
+    if before == Some('.') {
+        return Err(cut(
+            format!("`.{number}` is not read as one number"),
+            "write a digit before the decimal point: `0.13`",
+        ));
+    }
+    if before.is_some_and(|c| c == '_' || c.is_ascii_digit()) || after.starts_with('_') {
+        return Err(cut(
+            format!("`{number}` is part of a longer number written with `_`"),
+            "write the number without `_`, grouped with commas if you like: `1,234`",
+        ));
+    }
+    for (gap, what) in [
+        (" ", "a space"),
+        ("\u{a0}", "a no-break space"),
+        ("\u{2009}", "a thin space"),
+        ("，", "a full-width comma"),
+    ] {
+        if after.starts_with(gap) && digit_after(gap.len()) {
+            return Err(cut(
+                format!("`{number}` is followed by {what} and more digits"),
+                "write one number: `1234` or `1,234`",
+            ));
+        }
+    }
+    if (after.starts_with(',') || after.starts_with('.')) && digit_after(1) {
+        return Err(cut(
+            format!(
+                "`{number}{}` is not one number",
+                &after[..2.min(after.len())]
+            ),
+            "group thousands in threes (`1,234,567`) and write one decimal point",
+        ));
+    }
+    if let Some(m) = TIMES_TEN.find(after) {
+        if number.contains(['e', 'E']) {
+            return Err(cut(
+                format!("`{}` has two exponents", &inner[start..end + m.end()]),
+                "write `1.5e-3` or `1.5×10⁻³`, not both",
+            ));
+        }
+        return Ok(end + m.end());
+    }
+    Ok(end)
+}
+
+/// A quote without a rule that rounds to `0`, `1.000` or `100%` accepts reruns that are not
+/// exactly that (`[0.00]` passes for 0.004), while the words around it usually mean exactly
+/// that: what to say about it (message, help), if anything.
+pub fn ambiguous_rounding(quote: &QuoteSyntax) -> Option<(String, String)> {
+    if quote.tolerance != Tolerance::Round {
+        return None;
+    }
+    let n = &quote.number;
+    let percent = quote.suffix.trim_start().starts_with('%');
+    let half = 0.5 * 10f64.powi(-(n.decimals as i32));
+    let written = || format!("{}{}{}", quote.prefix, n.value, quote.suffix);
+    if n.value == 0.0 {
+        let window = format!("{half}");
+        return Some((
+            format!(
+                "`{}` without a rule passes for any rerun below {window} in size, not only for zero",
+                written().trim()
+            ),
+            format!(
+                "if the text means exactly zero write `{{={} ==0}}` (or `<=0`); if it means \
+                 small, quote more digits or a bound such as `<={window}`",
+                quote.name
+            ),
+        ));
+    }
+    let (one, what) = if percent { (100.0, "100%") } else { (1.0, "1") };
+    if n.value == one && (percent || n.decimals > 0) {
+        return Some((
+            format!(
+                "`{}` without a rule passes for reruns from {} up, not only for {what}",
+                written().trim(),
+                one - half
+            ),
+            format!(
+                "if the text means all or exactly {what} write `{{={} >={one}}}` (or `=={one}`); \
+                 otherwise quote more digits",
+                quote.name
+            ),
+        ));
+    }
+    None
 }
 
 /// Reads a number written as the quote syntax allows (`1,234.5`, `−1.5`, `+2`, `1.5e-3`) that
 /// starts at byte `at`; a value that does not fit an `f64` reads as infinite, unreadable as NaN.
 pub fn parse_number(text: &str, at: usize) -> QuotedNumber {
     let unicode_minus = text.starts_with('−');
-    let plain: String = text.replace('−', "-").replace(',', "");
+    let times_ten = text.contains('×');
+    let mut plain: String = text.replace('−', "-").replace(',', "");
+    if let Some((mantissa, power)) = plain.split_once('×') {
+        let exponent: String = power
+            .trim()
+            .trim_start_matches("10")
+            .chars()
+            .map(|c| match c {
+                '⁻' => '-',
+                '⁺' => '+',
+                c => "⁰¹²³⁴⁵⁶⁷⁸⁹"
+                    .chars()
+                    .position(|s| s == c)
+                    .and_then(|d| char::from_digit(d as u32, 10))
+                    .unwrap_or(c),
+            })
+            .collect();
+        plain = format!("{}e{exponent}", mantissa.trim());
+    }
     let mantissa = plain.split(['e', 'E']).next().unwrap_or(&plain);
     QuotedNumber {
         span: at..at + text.len(),
@@ -233,6 +460,7 @@ pub fn parse_number(text: &str, at: usize) -> QuotedNumber {
         plus: text.starts_with('+'),
         unicode_minus,
         exponent: plain.contains(['e', 'E']),
+        times_ten,
     }
 }
 
@@ -468,5 +696,109 @@ mod tests {
         assert_eq!(quotes.len(), 1);
         assert_eq!(quotes[0].name, "b");
         assert_eq!(quotes[0].span.start, 100 + 14);
+    }
+}
+
+#[cfg(test)]
+mod whole_tokens {
+    use super::*;
+
+    fn error(text: &str) -> (String, Range<usize>) {
+        let (quotes, errors) = scan(text, 0, &[]);
+        assert!(quotes.is_empty(), "{text}: {quotes:?}");
+        assert_eq!(errors.len(), 1, "{text}: {errors:?}");
+        (errors[0].message.clone(), errors[0].span.clone())
+    }
+
+    /// Each of these bound only a part of the number before, and `--fix` then wrote wrong text.
+    #[test]
+    fn a_number_cut_out_of_longer_number_text_is_refused_at_its_column() {
+        assert_eq!(
+            error("[.13]{=a}"),
+            ("`.13` is not read as one number".into(), 2..4)
+        );
+        assert!(
+            error("[1 234]{=a}")
+                .0
+                .contains("followed by a space and more digits")
+        );
+        assert!(error("[1_234]{=a}").0.contains("written with `_`"));
+        assert!(error("[1，234]{=a}").0.contains("full-width comma"));
+        assert!(error("[1,23]{=a}").0.contains("is not one number"));
+        assert!(error("[1.2.3]{=a}").0.contains("is not one number"));
+        let (message, span) = error("[约 １２ 倍]{=a}");
+        assert_eq!(message, "`１` is not an ASCII digit");
+        assert_eq!(span, 5..8);
+        assert!(error("[٣]{=a}").0.contains("not an ASCII digit"));
+        assert!(error("[1e3×10⁻³]{=a}").0.contains("two exponents"));
+    }
+
+    #[test]
+    fn times_ten_notation_is_one_number() {
+        let (quotes, errors) = scan("误差 [3.1×10⁻³]{=err} 左右", 0, &[]);
+        assert!(errors.is_empty(), "{errors:?}");
+        let n = &quotes[0].number;
+        assert!((n.value - 3.1e-3).abs() < 1e-18, "{}", n.value);
+        assert!(n.times_ten && n.exponent);
+        assert_eq!(n.decimals, 1);
+        assert_eq!(&"误差 [3.1×10⁻³]{=err} 左右"[n.span.clone()], "3.1×10⁻³");
+        assert_eq!(quotes[0].suffix, "");
+        let big = parse_number("2×10¹²", 0);
+        assert_eq!((big.value, big.decimals, big.times_ten), (2e12, 0, true));
+        // What `--fix` reads back from a formatted rerun.
+        assert_eq!(parse_number("1.25×10⁻⁷", 0).value, 1.25e-7);
+    }
+
+    #[test]
+    fn zero_one_and_hundred_percent_without_a_rule_are_flagged_and_others_not() {
+        let flagged = |text: &str| {
+            let (quotes, errors) = scan(text, 0, &[]);
+            assert!(errors.is_empty(), "{errors:?}");
+            ambiguous_rounding(&quotes[0]).map(|(m, _)| m)
+        };
+        assert!(flagged("[0]{=d}").unwrap().contains("below 0.5"));
+        assert!(flagged("[0.00]{=d}").unwrap().contains("below 0.005"));
+        assert!(flagged("[1.000]{=c}").unwrap().contains("from 0.9995 up"));
+        assert!(flagged("[100%]{=p}").unwrap().contains("from 99.5 up"));
+        for fine in [
+            "[0]{=d ==0}",
+            "[0.00]{=d <=0}",
+            "[1.000]{=c >=1}",
+            "[1]{=n}",
+            "[1.0%]{=p}",
+            "[0.5]{=x}",
+            "[100]{=n}",
+        ] {
+            assert_eq!(flagged(fine), None, "{fine}");
+        }
+    }
+
+    #[test]
+    fn relative_bounds_parse_and_plain_bounds_stay_bounds() {
+        let q = |text: &str| scan(text, 0, &[]).0.remove(0);
+        let r = q("[0.92]{=acc.rel < acc.sin.2}");
+        assert_eq!(r.tolerance, Tolerance::Relative);
+        let relation = r.relation.unwrap();
+        assert_eq!(
+            (relation.op, relation.rhs_text.as_str()),
+            (Op::Lt, "acc.sin.2")
+        );
+        let e = q("[2.07 MiB]{=ex.mib == mem.flash ±0.01}")
+            .relation
+            .unwrap();
+        assert_eq!((e.op, e.slack), (Op::Eq, Some(Tolerance::Abs(0.01))));
+        assert_eq!(q("[0]{=d ==0}").relation.unwrap().rhs, Expr::Num(0.0));
+        assert_eq!(q("[5]{=a >=3}").tolerance, Tolerance::AtLeast(3.0));
+        assert_eq!(q("[5]{=a >= 0.5 * b}").relation.unwrap().op, Op::Ge);
+        let (_, errors) = scan("[1]{=a < b ±0.1}", 0, &[]);
+        assert!(
+            errors[0].message.contains("goes only with `==`"),
+            "{errors:?}"
+        );
+        let (_, errors) = scan("[1]{=a < b > c}", 0, &[]);
+        assert!(
+            errors[0].message.contains("not with a comparison"),
+            "{errors:?}"
+        );
     }
 }

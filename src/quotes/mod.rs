@@ -5,6 +5,7 @@
 //! the experiments recorded, formats the rerun value like the quote and checks the tolerance;
 //! [`output`] compares pinned outputs token by token; [`fix`] rewrites drifted numbers.
 
+pub mod claims;
 pub mod fix;
 pub mod output;
 
@@ -15,7 +16,8 @@ use crate::content::{Chapter, Series};
 use crate::diagnostic::{Diagnostic, closest, did_you_mean};
 use crate::lab::{Ran, RecordedLines};
 use crate::markdown::Parsed;
-use crate::markdown::quote::{QuoteSyntax, QuotedNumber, Tolerance};
+use crate::markdown::claim::Op;
+use crate::markdown::quote::{QuoteSyntax, QuotedNumber, Relation, Tolerance};
 
 /// A chapter with its quotes bound to the rerun: this stage's output. It dereferences to the
 /// [`Ran`] chapter.
@@ -25,6 +27,8 @@ pub struct Bound {
     pub ran: Ran,
     /// One binding per quote, in `doc.quotes` order.
     pub bindings: Vec<Binding>,
+    /// One verdict per claim, in `doc.claims` order.
+    pub claims: Vec<claims::ClaimBinding>,
 }
 
 impl std::ops::Deref for Bound {
@@ -148,6 +152,47 @@ impl ValueIndex {
         })
     }
 
+    /// The members of a family (`acc.seed.*`, `other/acc.*.2`) as quoted from `slug`: for each
+    /// recorded name it matches, what its `*`s matched (each `*` is one segment, or a part of
+    /// one), in name order with numbers in numeric order. An unknown chapter is an error.
+    pub fn family(&self, slug: &str, pattern: &str) -> Result<Vec<Vec<String>>, Diagnostic> {
+        let (chapter, local) = pattern.split_once('/').unwrap_or((slug, pattern));
+        let Some(values) = self.chapters.get(chapter) else {
+            return Err(
+                Diagnostic::error(format!("unknown chapter `{chapter}` in `{pattern}`"))
+                    .with_help("write `slug/name` with the slug of another chapter"),
+            );
+        };
+        let regex = format!(
+            "^{}$",
+            local
+                .split('*')
+                .map(regex::escape)
+                .collect::<Vec<_>>()
+                .join("([^.]+)")
+        );
+        let regex = regex::Regex::new(&regex).map_err(|e| Diagnostic::error(e.to_string()))?;
+        let mut found: Vec<Vec<String>> = values
+            .keys()
+            .filter_map(|name| {
+                let caps = regex.captures(name)?;
+                Some(
+                    caps.iter()
+                        .skip(1)
+                        .map(|m| m.map_or(String::new(), |m| m.as_str().to_string()))
+                        .collect(),
+                )
+            })
+            .collect();
+        found.sort_by_cached_key(|parts: &Vec<String>| {
+            parts
+                .iter()
+                .map(|p| (p.parse::<u64>().ok(), p.clone()))
+                .collect::<Vec<_>>()
+        });
+        Ok(found)
+    }
+
     /// All values of one chapter, by flattened name (for templates).
     pub fn chapter(&self, slug: &str) -> Option<&BTreeMap<String, f64>> {
         self.chapters.get(slug)
@@ -195,9 +240,63 @@ fn flatten(shape: &[usize], data: &[lab_protocol::Number]) -> Vec<(String, f64)>
     }
 }
 
-/// Binds every quote of every chapter; unknown names are errors, drift is reported separately.
-pub fn bind(series: &Series<Ran>) -> (Vec<Vec<Binding>>, Vec<Diagnostic>) {
-    let index = ValueIndex::new(series);
+/// Binds every quote and checks every claim of every chapter: this stage. Unknown names and
+/// rules that cannot be evaluated are errors; drift and failing claims are in the bindings
+/// (`Status::Drift`, `holds == Some(false)`), for the caller to report as it reports them.
+pub fn bind(series: Series<Ran>) -> (Series<Bound>, Vec<Diagnostic>) {
+    let index = ValueIndex::new(&series);
+    let (bindings, mut errors) = bind_quotes(&series, &index);
+    let (claims, claim_errors) = bind_claims(&series, &index);
+    errors.extend(claim_errors);
+    let series = series.map_chapters(|chapters| {
+        chapters
+            .into_iter()
+            .zip(bindings.into_iter().zip(claims))
+            .map(|(ran, (bindings, claims))| Bound {
+                ran,
+                bindings,
+                claims,
+            })
+            .collect()
+    });
+    (series, errors)
+}
+
+/// The verdict of every claim, chapter by chapter.
+fn bind_claims(
+    series: &Series<Ran>,
+    index: &ValueIndex,
+) -> (Vec<Vec<claims::ClaimBinding>>, Vec<Diagnostic>) {
+    let mut all = Vec::new();
+    let mut errors = Vec::new();
+    for chapter in &series.chapters {
+        let mut verdicts = Vec::new();
+        for claim in &chapter.doc.claims {
+            let reads_missing = claim.expr.names().iter().any(|name| {
+                let owner = name
+                    .split_once('/')
+                    .map_or(chapter.slug.as_str(), |(o, _)| o);
+                series.chapter(owner).is_some_and(|c| c.lacks_results())
+            });
+            if reads_missing {
+                verdicts.push(claims::ClaimBinding::unevaluated(&claim.rule));
+                continue;
+            }
+            match claims::bind_claim(&claim.rule, &claim.expr, &chapter.slug, index) {
+                Ok(verdict) => verdicts.push(verdict),
+                Err(d) => {
+                    errors.push(d.at(chapter.location(claim.rule_span.clone())));
+                    verdicts.push(claims::ClaimBinding::unevaluated(&claim.rule));
+                }
+            }
+        }
+        all.push(verdicts);
+    }
+    (all, errors)
+}
+
+/// Binds every quote of every chapter.
+fn bind_quotes(series: &Series<Ran>, index: &ValueIndex) -> (Vec<Vec<Binding>>, Vec<Diagnostic>) {
     let mut all = Vec::new();
     let mut errors = Vec::new();
     // Chapters whose experiments failed or did not run: their own problem is reported, and an
@@ -219,12 +318,24 @@ pub fn bind(series: &Series<Ran>) -> (Vec<Vec<Binding>>, Vec<Diagnostic>) {
                 bindings.push(unbound(chapter, quote));
                 continue;
             }
-            match index.get(&chapter.slug, &quote.name) {
-                Ok(value) => {
+            let relative = quote.relation.as_ref().map(|relation| {
+                claims::number(&relation.rhs, &chapter.slug, index).map(|(rhs, _)| (relation, rhs))
+            });
+            match (index.get(&chapter.slug, &quote.name), relative.transpose()) {
+                (Ok(value), Ok(relative)) => {
                     let source = index.source(&chapter.slug, &quote.name);
-                    bindings.push(with_source(bind_one(quote, value), source));
+                    let binding = match relative {
+                        Some((relation, rhs)) => bind_relative(quote, relation, value, rhs),
+                        None => bind_one(quote, value),
+                    };
+                    bindings.push(with_source(binding, source));
                 }
-                Err(d) => {
+                (Ok(_), Err(d)) => {
+                    let at = quote.name_span.end..quote.span.end - 1;
+                    errors.push(d.at(chapter.location(at)));
+                    bindings.push(unbound(chapter, quote));
+                }
+                (Err(d), _) => {
                     errors.push(d.at(chapter.location(quote.name_span.clone())));
                     bindings.push(unbound(chapter, quote));
                 }
@@ -268,6 +379,42 @@ fn unbound(chapter: &Chapter, quote: &QuoteSyntax) -> Binding {
         rerun: None,
         formatted: text.to_string(),
         rule: rule_text(quote.tolerance, &quote.number),
+        source: None,
+    }
+}
+
+/// Whether `value` stands to `rhs` as the relation says.
+pub fn relation_holds(relation: &Relation, value: f64, rhs: f64) -> bool {
+    if !value.is_finite() || !rhs.is_finite() {
+        return false;
+    }
+    match (relation.op, relation.slack) {
+        (Op::Eq, Some(Tolerance::Abs(t))) => (value - rhs).abs() <= t + 1e-9 * t.max(1e-300),
+        (Op::Eq, Some(Tolerance::Rel(p))) => (value - rhs).abs() <= p / 100.0 * rhs.abs(),
+        (op, _) => op.compare(value, rhs),
+    }
+}
+
+/// Binds a quote with a relative bound: the rerun value against the other values' rerun.
+pub fn bind_relative(quote: &QuoteSyntax, relation: &Relation, rerun: f64, rhs: f64) -> Binding {
+    let ok = relation_holds(relation, rerun, rhs);
+    let formatted = shown_like(quote, rerun, ok);
+    let rule = format!("{} (= {})", relation.text, claims::short(rhs));
+    Binding {
+        name: quote.name.clone(),
+        shown: format!("{}{formatted}{}", quote.prefix, quote.suffix),
+        title: format!(
+            "实验值 {}；原文 {}；规则：{} {}（右边 = {}）",
+            full(rerun),
+            format_like(&quote.number, quote.number.value),
+            quote.name,
+            relation.text,
+            claims::short(rhs)
+        ),
+        status: if ok { Status::Ok } else { Status::Drift },
+        rerun: Some(rerun),
+        formatted,
+        rule,
         source: None,
     }
 }
@@ -380,6 +527,11 @@ pub fn format_like(like: &QuotedNumber, value: f64) -> String {
     if text.starts_with('-') && text[1..].chars().all(|c| c == '0' || c == '.') {
         text.remove(0);
     }
+    if like.times_ten
+        && let Some((mantissa, exponent)) = text.split_once('e')
+    {
+        text = format!("{mantissa}×10{}", superscript(exponent));
+    }
     if like.grouping {
         text = group_thousands(&text);
     }
@@ -390,6 +542,21 @@ pub fn format_like(like: &QuotedNumber, value: f64) -> String {
         text = text.replacen('-', "−", 1);
     }
     text
+}
+
+/// `-3` as `⁻³`.
+fn superscript(exponent: &str) -> String {
+    exponent
+        .chars()
+        .map(|c| match c {
+            '-' => '⁻',
+            '+' => '⁺',
+            c => c
+                .to_digit(10)
+                .and_then(|d| "⁰¹²³⁴⁵⁶⁷⁸⁹".chars().nth(d as usize))
+                .unwrap_or(c),
+        })
+        .collect()
 }
 
 fn group_thousands(text: &str) -> String {
@@ -429,6 +596,8 @@ pub fn within(tolerance: Tolerance, quoted: &QuotedNumber, rerun: f64) -> bool {
         Tolerance::AtLeast(bound) => rerun >= bound,
         Tolerance::AtMost(bound) => rerun <= bound,
         Tolerance::Band(lo, hi) => lo <= rerun && rerun <= hi,
+        // Decided against the other values, which this function does not see (bind_relative).
+        Tolerance::Relative => false,
     }
 }
 
@@ -442,6 +611,7 @@ pub fn rule_text(tolerance: Tolerance, quoted: &QuotedNumber) -> String {
         Tolerance::AtLeast(b) => format!(">={b}"),
         Tolerance::AtMost(b) => format!("<={b}"),
         Tolerance::Band(lo, hi) => format!("in {lo}..{hi}"),
+        Tolerance::Relative => "relative to other values".to_string(),
     }
 }
 
@@ -456,6 +626,7 @@ pub fn page_rule_text(tolerance: Tolerance, quoted: &QuotedNumber) -> String {
         Tolerance::AtLeast(b) => format!("不小于 {b}"),
         Tolerance::AtMost(b) => format!("不大于 {b}"),
         Tolerance::Band(lo, hi) => format!("在 {lo} 到 {hi} 之间（含两端）"),
+        Tolerance::Relative => "与其他实验值比较".to_string(),
     }
 }
 

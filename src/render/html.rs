@@ -26,6 +26,8 @@ pub struct PageInputs<'a> {
     pub run: Option<&'a ChapterRun>,
     /// Quote bindings, in `doc.quotes` order.
     pub bindings: &'a [Binding],
+    /// Claim verdicts, in `doc.claims` order (empty when nothing was checked).
+    pub claims: &'a [crate::quotes::claims::ClaimBinding],
     /// The site's base path (`/repo/`), for rewriting links to chapters.
     pub base_path: &'a str,
     /// Resolved cross-references, in `doc.refs` order (`None`: unresolved, reported).
@@ -252,6 +254,15 @@ fn piece_event(
         Piece::Cite(i) => {
             Event::InlineHtml(inputs.citations.get(*i).cloned().unwrap_or_default().into())
         }
+        Piece::ClaimStart(i) => Event::InlineHtml(claim_start_html(inputs.claims.get(*i)).into()),
+        Piece::ClaimEnd(i) => {
+            let binding = inputs.claims.get(*i);
+            let href = binding
+                .and_then(|b| b.source.as_ref())
+                .filter(|_| !in_link)
+                .map(|s| source_href(inputs.base_path, s));
+            Event::InlineHtml(claim_end_html(binding, href.as_deref()).into())
+        }
         Piece::Quote(i) => {
             let binding = &inputs.bindings[*i];
             let href = binding
@@ -434,6 +445,44 @@ fn quote_html(binding: &Binding, href: Option<&str>) -> String {
         name = escape(&binding.name),
         title = escape(&binding.title),
         shown = escape(&binding.shown)
+    )
+}
+
+/// The start of a claim's statement: a span whose hover text is the rule with its numbers.
+fn claim_start_html(binding: Option<&crate::quotes::claims::ClaimBinding>) -> String {
+    let (class, title) = match binding {
+        Some(b) => (claim_class(b), b.title.as_str()),
+        None => ("claim unchecked", ""),
+    };
+    format!("<span class=\"{class}\" title=\"{}\">", escape(title))
+}
+
+fn claim_class(binding: &crate::quotes::claims::ClaimBinding) -> &'static str {
+    match binding.holds {
+        Some(true) => "claim",
+        Some(false) => "claim fails",
+        None => "claim unchecked",
+    }
+}
+
+/// The end of a claim's statement: a small mark (✓ holds, ✗ does not) that links to the code
+/// line of the first value the rule reads, then the close of the span.
+fn claim_end_html(
+    binding: Option<&crate::quotes::claims::ClaimBinding>,
+    href: Option<&str>,
+) -> String {
+    let (mark, label, title) = match binding.map(|b| (b.holds, b.title.as_str())) {
+        Some((Some(true), title)) => ("✓", "已验证的论断", title),
+        Some((Some(false), title)) => ("✗", "未通过验证的论断", title),
+        _ => ("?", "未检验的论断", ""),
+    };
+    let (tag, href) = match href {
+        Some(href) => ("a", format!(" href=\"{}\"", escape(href))),
+        None => ("span", String::new()),
+    };
+    format!(
+        "<{tag} class=\"claim-mark\"{href} aria-label=\"{label}\" title=\"{}\">{mark}</{tag}></span>",
+        escape(title)
     )
 }
 

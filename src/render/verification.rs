@@ -57,6 +57,9 @@ struct Totals {
     outputs: usize,
     outputs_ok: usize,
     outputs_differ: usize,
+    claims: usize,
+    claims_hold: usize,
+    claims_fail: usize,
 }
 
 /// Renders the verification page of a bound series.
@@ -96,6 +99,7 @@ fn chapter_rows<'a>(chapter: &'a Bound, base_path: &str, totals: &mut Totals) ->
         })
         .collect();
     rows.extend(output_rows(chapter, &url, totals));
+    rows.extend(claim_rows(chapter, base_path, totals));
     rows.sort_by_key(|r| r.line);
     ChapterRows {
         title: &chapter.front.title,
@@ -104,6 +108,46 @@ fn chapter_rows<'a>(chapter: &'a Bound, base_path: &str, totals: &mut Totals) ->
         run: chapter.run.as_ref().map(|r| run_view(&r.meta)),
         rows,
     }
+}
+
+/// One row per claim: the statement, the values the rule read, the rule, the verdict.
+fn claim_rows(chapter: &Bound, base_path: &str, totals: &mut Totals) -> Vec<Row> {
+    chapter
+        .doc
+        .claims
+        .iter()
+        .zip(&chapter.claims)
+        .map(|(claim, verdict)| {
+            totals.claims += 1;
+            let (status, verdict_text) = match verdict.holds {
+                Some(true) => {
+                    totals.claims_hold += 1;
+                    ("ok", "成立")
+                }
+                Some(false) => {
+                    totals.claims_fail += 1;
+                    ("drift", "不成立")
+                }
+                None => ("unbound", "未检验"),
+            };
+            Row {
+                kind: "论断",
+                line: chapter.location(claim.span.clone()).line,
+                quoted: chapter.source[claim.statement()].to_string(),
+                rerun: verdict.values_text(),
+                rule: verdict.rule.clone(),
+                status,
+                verdict: verdict_text,
+                source: verdict.source.as_ref().map(|s| {
+                    format!(
+                        "{}#{}",
+                        chapter_url(base_path, &s.chapter),
+                        super::links::line_id(s.line)
+                    )
+                }),
+            }
+        })
+        .collect()
 }
 
 fn count_quote(totals: &mut Totals, status: Status) {
@@ -131,7 +175,10 @@ fn quote_row(
         line: chapter.location(quote.number.span.clone()).line,
         quoted: chapter.source[quote.number.span.clone()].to_string(),
         rerun: binding.rerun.map(quotes::full).unwrap_or_default(),
-        rule: quotes::page_rule_text(quote.tolerance, &quote.number),
+        rule: match &quote.relation {
+            Some(relation) => format!("{} {}", quote.name, relation.text),
+            None => quotes::page_rule_text(quote.tolerance, &quote.number),
+        },
         status,
         verdict,
         source: binding.source.as_ref().map(|s| {

@@ -242,11 +242,11 @@ fn bind_quotes(
     series: Series<Ran>,
     diagnostics: &mut Diagnostics,
 ) -> (Series<Bound>, Vec<Diagnostic>) {
-    let (bindings, errors) = quotes::bind(&series);
+    let (series, errors) = quotes::bind(series);
     diagnostics.extend(errors);
     let mut drift = Vec::new();
-    for (chapter, bindings) in series.chapters.iter().zip(&bindings) {
-        for (quote, binding) in chapter.doc.quotes.iter().zip(bindings) {
+    for chapter in &series.chapters {
+        for (quote, binding) in chapter.doc.quotes.iter().zip(&chapter.bindings) {
             if binding.status == Status::Drift {
                 drift.push(drift_diagnostic(
                     chapter.location(quote.number.span.clone()),
@@ -255,15 +255,24 @@ fn bind_quotes(
                 ));
             }
         }
+        for (claim, verdict) in chapter.doc.claims.iter().zip(&chapter.claims) {
+            if verdict.holds == Some(false) {
+                drift.push(claim_diagnostic(
+                    chapter.location(claim.span.clone()),
+                    verdict,
+                ));
+            }
+        }
     }
-    let series = series.map_chapters(|chapters| {
-        chapters
-            .into_iter()
-            .zip(bindings)
-            .map(|(ran, bindings)| Bound { ran, bindings })
-            .collect()
-    });
     (series, drift)
+}
+
+/// A claim whose rule does not hold on the rerun.
+fn claim_diagnostic(location: Location, verdict: &quotes::claims::ClaimBinding) -> Diagnostic {
+    Diagnostic::warning(format!("claim does not hold: {}", verdict.rule))
+        .at(location)
+        .with_note(format!("values: {}", verdict.values_text()))
+        .with_help("the experiment no longer supports the sentence: change the text, its rule or the experiment")
 }
 
 fn drift_diagnostic(location: Location, quoted: &str, binding: &quotes::Binding) -> Diagnostic {
@@ -690,6 +699,7 @@ fn render_chapters(
                     maths,
                     run: bound.run.as_ref(),
                     bindings: &bound.bindings,
+                    claims: &bound.claims,
                     base_path: &base_path,
                     refs,
                     citations: &citations.inline,

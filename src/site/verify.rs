@@ -113,6 +113,7 @@ fn select_chapters(series: &Series<Parsed>, wanted: &[String]) -> Result<(), Dia
 #[derive(Debug, Default)]
 struct VerifyReport {
     quotes: usize,
+    claims: usize,
     outputs: usize,
     failures: Vec<Failure>,
     /// Band quotes that pass but quote a number the rerun no longer rounds to: `--fix`
@@ -146,6 +147,8 @@ enum Remedy {
     /// A bound or band the rerun broke: its number is refreshed, its rule never (the rule is
     /// the author's claim, which only the author may move), so it stays a failure.
     Refresh(fix::Edit),
+    /// A claim whose rule does not hold: `--fix` never touches a claim, so it stays a failure.
+    Claim,
     /// The rerun is NaN or infinite: written into a quote it would no longer parse, and
     /// accepted into a pinned output it would hide a numerical bug. Reported as an error.
     NotFinite,
@@ -231,6 +234,25 @@ impl VerifyReport {
                 diff: None,
             });
         }
+        for (claim, verdict) in chapter.doc.claims.iter().zip(&chapter.claims) {
+            self.claims += 1;
+            if verdict.holds != Some(false) {
+                continue;
+            }
+            let loc = chapter.location(claim.span.clone());
+            self.failures.push(Failure {
+                path: loc.path,
+                line: loc.line,
+                col: loc.col,
+                kind: "claim",
+                span: loc.span,
+                quoted: chapter.source[claim.statement()].to_string(),
+                rerun: verdict.values_text(),
+                rule: verdict.rule.clone(),
+                remedy: Remedy::Claim,
+                diff: None,
+            });
+        }
         let Some(run) = &chapter.run else { return };
         for exp in &chapter.doc.experiments {
             let Some(pinned) = &exp.pinned else { continue };
@@ -267,12 +289,13 @@ impl VerifyReport {
         }
     }
 
-    /// Failures `--fix` leaves in place without an error: the bounds and the bands.
+    /// Failures `--fix` leaves in place without an error: the bounds, the bands and the claims.
     fn unfixable(&self) -> usize {
-        self.failures
-            .iter()
-            .filter(|f| matches!(f.remedy, Remedy::Refresh(_)))
-            .count()
+        self.count(|r| matches!(r, Remedy::Refresh(_) | Remedy::Claim))
+    }
+
+    fn count(&self, which: impl Fn(&Remedy) -> bool) -> usize {
+        self.failures.iter().filter(|f| which(&f.remedy)).count()
     }
 
     fn drifted(&self) -> usize {
@@ -283,6 +306,7 @@ impl VerifyReport {
         if json {
             let value = serde_json::json!({
                 "quotes": self.quotes,
+                "claims": self.claims,
                 "outputs": self.outputs,
                 "drifted": self.drifted(),
                 "failures": self.failures,
@@ -293,6 +317,10 @@ impl VerifyReport {
         for f in &self.failures {
             let place = format!("{}:{}:{}", f.path.display(), f.line, f.col);
             match &f.diff {
+                None if f.kind == "claim" => lines.push(format!(
+                    "{place}  claim does not hold: {}  [{}]",
+                    f.rule, f.rerun
+                )),
                 None => lines.push(format!(
                     "{place}  quoted {}  rerun {}  ({})",
                     f.quoted, f.rerun, f.rule
@@ -303,8 +331,13 @@ impl VerifyReport {
                 )),
             }
         }
+        let claims = if self.claims > 0 {
+            format!("{} claims, ", self.claims)
+        } else {
+            String::new()
+        };
         lines.push(format!(
-            "{} quotes, {} outputs checked, {} drifted",
+            "{} quotes, {claims}{} outputs checked, {} drifted",
             self.quotes,
             self.outputs,
             self.drifted()
@@ -319,7 +352,7 @@ impl VerifyReport {
             match failure.remedy {
                 Remedy::NotFinite => out.diagnostics.push(failure.not_finite()),
                 Remedy::ClosesFence => out.diagnostics.push(failure.closes_fence()),
-                Remedy::Rewrite(_) | Remedy::Refresh(_) => {}
+                Remedy::Rewrite(_) | Remedy::Refresh(_) | Remedy::Claim => {}
             }
         }
         for chapter in &series.chapters {
@@ -329,7 +362,7 @@ impl VerifyReport {
                 .filter(|f| f.path == chapter.path)
                 .filter_map(|f| match &f.remedy {
                     Remedy::Rewrite(edit) | Remedy::Refresh(edit) => Some(edit.clone()),
-                    Remedy::NotFinite | Remedy::ClosesFence => None,
+                    Remedy::NotFinite | Remedy::ClosesFence | Remedy::Claim => None,
                 })
                 .chain(
                     self.stale
@@ -353,11 +386,18 @@ impl VerifyReport {
                 Err(d) => out.diagnostics.push(d),
             }
         }
-        let claims = self.unfixable();
+        let bounds = self.count(|r| matches!(r, Remedy::Refresh(_)));
+        if bounds > 0 {
+            out.report.push(format!(
+                "{bounds} bound or band quote(s) still break their rule: the number is \
+                 refreshed, the bound or band is never rewritten"
+            ));
+        }
+        let claims = self.count(|r| matches!(r, Remedy::Claim));
         if claims > 0 {
             out.report.push(format!(
-                "{claims} bound or band quote(s) still break their rule: the number is \
-                 refreshed, the bound or band is never rewritten"
+                "{claims} claim(s) do not hold: --fix never rewrites a claim; change the text, \
+                 its rule or the experiment"
             ));
         }
     }
