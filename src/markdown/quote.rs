@@ -395,7 +395,7 @@ pub fn ambiguous_rounding(quote: &QuoteSyntax) -> Option<(String, String)> {
     let n = &quote.number;
     let percent = quote.suffix.trim_start().starts_with('%');
     let half = 0.5 * 10f64.powi(-(n.decimals as i32));
-    let written = || format!("{}{}{}", quote.prefix, n.value, quote.suffix);
+    let written = || format!("{}{:.*}{}", quote.prefix, n.decimals, n.value, quote.suffix);
     if n.value == 0.0 {
         let window = format!("{half}");
         return Some((
