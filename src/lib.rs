@@ -9,8 +9,12 @@
 //! 5. [`render`]   - math and Tera templates;
 //! 6. [`site`]     - the stages in order and the atomic write of the output.
 //!
-//! [`diagnostic`] is the one error type every stage reports with; [`cli`] turns flags into plans;
-//! [`text`] keeps characters XML and HTML forbid out of the output.
+//! Each stage owns the chapter type it produces ([`content::Chapter`], [`markdown::Parsed`],
+//! [`lab::Ran`], [`quotes::Bound`], [`render::Page`], each wrapping the one before) and imports
+//! only the stages before it and the ground modules: [`diagnostic`], the one error type every
+//! stage reports with; [`text`], which keeps characters XML and HTML forbid out of the output;
+//! [`config`]; [`interrupt`]. [`cli`] turns flags into plans. `tests/architecture.rs` fails on
+//! an import against the pipeline or a cycle (docs/architecture.md).
 
 #![allow(
     clippy::result_large_err,

@@ -7,6 +7,9 @@
 //! 5. `render`   - math through KaTeX, pages through Tera;
 //! 6. `emit`     - every output file into a temporary directory, then swapped into `--out`.
 //!
+//! Each stage hands the next its own chapter type (`Series<Parsed>`, `Series<Ran>`,
+//! `Series<Bound>`, `Series<Page>`); this module is the only one that sees them all.
+//!
 //! The other commands reuse the stages: `verify` runs 1-4 with the cache bypassed and reports
 //! drift instead of rendering (`verify.rs`), `check` runs 1, 2 and 4-5 on the last cached
 //! results without compiling anything (`check.rs`); `new` scaffolds a chapter (`scaffold.rs`).
