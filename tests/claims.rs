@@ -13,20 +13,33 @@ fn every_kind_of_claim_and_relative_bound_holds_and_is_marked_on_the_page() {
     let site = Site::fixture("claims");
     let run = site.run(&["verify"]);
     assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
-    assert_eq!(run.stdout, "4 quotes, 5 claims, 0 outputs checked, 0 drifted\n");
+    assert_eq!(
+        run.stdout,
+        "4 quotes, 5 claims, 0 outputs checked, 0 drifted\n"
+    );
     let build = site.run(&["build", "--strict"]);
     assert_eq!(build.code, 0, "{}", build.stderr);
     let page = site.read("public/claims/index.html");
-    assert_eq!(page.matches("<span class=\"claim\" title=").count(), 5, "{page}");
+    assert_eq!(
+        page.matches("<span class=\"claim\" title=").count(),
+        5,
+        "{page}"
+    );
     assert_eq!(page.matches("class=\"claim-mark\"").count(), 5);
     // The hover text fills the numbers in; the mark links to the line that recorded them.
     assert!(
         page.contains("max(acc.rel.*) &lt; acc.sin：acc.rel.0 = 0.8, acc.rel.1 = 0.91, acc.rel.2 = 0.88, max(acc.rel.*) = 0.91, acc.sin = 0.95；成立"),
         "{page}"
     );
-    assert!(page.contains("<a class=\"claim-mark\" href=\"#L11\""), "{page}");
+    assert!(
+        page.contains("<a class=\"claim-mark\" href=\"#L11\""),
+        "{page}"
+    );
     let verification = site.read("public/verification/index.html");
-    assert!(verification.contains("用实验检验的论断 5 条：5 条成立"), "{verification}");
+    assert!(
+        verification.contains("用实验检验的论断 5 条：5 条成立"),
+        "{verification}"
+    );
 }
 
 /// The experiment changes so that every claim and relative bound of the chapter is false.
@@ -63,20 +76,40 @@ fn every_kind_fails_with_its_place_rule_and_values_and_fix_never_touches_a_claim
             run.stdout
         );
     }
-    assert!(run.stdout.contains("quoted 0.92  rerun 0.93  (< acc.sin (= 0.9))"), "{}", run.stdout);
+    assert!(
+        run.stdout
+            .contains("quoted 0.92  rerun 0.93  (< acc.sin (= 0.9))"),
+        "{}",
+        run.stdout
+    );
     // The claim that no run is below 0.6 still holds; four claims and three bounds fail.
     assert!(!run.stdout.contains("not any("), "{}", run.stdout);
-    assert!(run.stdout.ends_with("4 quotes, 5 claims, 0 outputs checked, 7 drifted\n"), "{}", run.stdout);
+    assert!(
+        run.stdout
+            .ends_with("4 quotes, 5 claims, 0 outputs checked, 7 drifted\n"),
+        "{}",
+        run.stdout
+    );
     let before = site.read(CHAPTER);
     let fix = site.run(&["verify", "--fix"]);
     assert_eq!(fix.code, 1, "{}{}", fix.stdout, fix.stderr);
-    assert!(fix.stdout.contains("4 claim(s) do not hold: --fix never rewrites a claim"), "{}", fix.stdout);
+    assert!(
+        fix.stdout
+            .contains("4 claim(s) do not hold: --fix never rewrites a claim"),
+        "{}",
+        fix.stdout
+    );
     let after = site.read(CHAPTER);
     // The numbers of the relative bounds are refreshed; no claim and no rule changed.
     for line in before.lines().filter(|l| l.contains("{?")) {
-        assert!(after.contains(line), "--fix changed the claim line {line:?}");
+        assert!(
+            after.contains(line),
+            "--fix changed the claim line {line:?}"
+        );
     }
-    assert!(after.contains("{=ex.mib == mem.flash ±0.01}") && after.contains("{=walk.max_diff ==0}"));
+    assert!(
+        after.contains("{=ex.mib == mem.flash ±0.01}") && after.contains("{=walk.max_diff ==0}")
+    );
 }
 
 #[test]
@@ -84,16 +117,30 @@ fn a_failing_claim_warns_in_build_fails_strict_and_check_evaluates_cached_result
     let site = Site::fixture("claims");
     assert_eq!(site.run(&["build"]).code, 0);
     // `check` runs nothing: a rule that the cached results contradict is a finding.
-    let text = site.read(CHAPTER).replace("mean(mqa.acc.seed.*) > 0.1", "mean(mqa.acc.seed.*) > 0.5");
+    let text = site
+        .read(CHAPTER)
+        .replace("mean(mqa.acc.seed.*) > 0.1", "mean(mqa.acc.seed.*) > 0.5");
     site.write(CHAPTER, &text);
     let check = site.run(&["check"]);
     assert_eq!(check.code, 1, "{}{}", check.stdout, check.stderr);
-    assert!(check.stderr.contains("claim does not hold"), "{}", check.stderr);
-    assert!(check.stderr.contains("content/01-claims.md:23:1"), "{}", check.stderr);
+    assert!(
+        check.stderr.contains("claim does not hold"),
+        "{}",
+        check.stderr
+    );
+    assert!(
+        check.stderr.contains("content/01-claims.md:23:1"),
+        "{}",
+        check.stderr
+    );
     broken(&site);
     let build = site.run(&["build"]);
     assert_eq!(build.code, 0, "{}", build.stderr);
-    assert!(build.stderr.contains("warning: claim does not hold"), "{}", build.stderr);
+    assert!(
+        build.stderr.contains("warning: claim does not hold"),
+        "{}",
+        build.stderr
+    );
     let page = site.read("public/claims/index.html");
     assert!(page.contains("<span class=\"claim fails\""), "{page}");
     let strict = site.run(&["build", "--strict"]);
@@ -103,26 +150,43 @@ fn a_failing_claim_warns_in_build_fails_strict_and_check_evaluates_cached_result
 #[test]
 fn malformed_and_unknown_rules_are_errors_at_their_column_and_escapes_stay_text() {
     let site = Site::fixture("claims");
-    let text = site.read(CHAPTER).replace(
-        "。\n\n逐位相同",
-        "。\n[坏的规则]{? acc.sin <}\n[未知的值]{? nope > 1}\n[一族值不能单独出现]{? acc.rel.* > 1}\n\\[不是论断]{? acc.sin > 1}\n\n逐位相同",
+    let original = site.read(CHAPTER);
+    let with = |lines: &str| original.replace("。\n\n逐位相同", &format!("。\n{lines}\n逐位相同"));
+    // Malformed rules stop the build at load, every one of them reported at its column.
+    site.write(
+        CHAPTER,
+        &with("[坏的规则]{? acc.sin <}\n[一族值不能单独出现]{? acc.rel.* > 1}\n"),
     );
-    site.write(CHAPTER, &text);
     let run = site.run(&["build"]);
     assert_eq!(run.code, 2, "{}", run.stderr);
     for expected in [
-        "content/01-claims.md:24:",
+        "content/01-claims.md:24:19",
         "the rule ends too early",
-        "unknown value `nope`",
+        "content/01-claims.md:25:15",
         "`acc.rel.*` names a family of values",
     ] {
-        assert!(run.stderr.contains(expected), "{expected:?} missing:\n{}", run.stderr);
+        assert!(
+            run.stderr.contains(expected),
+            "{expected:?} missing:\n{}",
+            run.stderr
+        );
     }
-    let escaped = site.read(CHAPTER).replace(
-        "[坏的规则]{? acc.sin <}\n[未知的值]{? nope > 1}\n[一族值不能单独出现]{? acc.rel.* > 1}\n",
-        "",
+    // A name no experiment recorded is an error once the experiments ran.
+    site.write(CHAPTER, &with("[未知的值]{? nope > 1}\n"));
+    let run = site.run(&["build"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("unknown value `nope`"),
+        "{}",
+        run.stderr
     );
-    site.write(CHAPTER, &escaped);
+    assert!(
+        run.stderr.contains("content/01-claims.md:24:"),
+        "{}",
+        run.stderr
+    );
+    // A backslash makes the claim text.
+    site.write(CHAPTER, &with("\\[不是论断]{? acc.sin > 1}\n"));
     let run = site.run(&["build", "--strict"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     let page = site.read("public/claims/index.html");

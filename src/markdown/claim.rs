@@ -284,13 +284,19 @@ pub fn scan(
             });
             continue;
         };
-        let Some(open_at) = opening_bracket(text, close_at, &|at| is_excluded(base + at)) else {
-            errors.push(ClaimError {
-                span: base + close_at..base + brace + 1,
-                message: "claim has no opening `[` in its paragraph".into(),
-                help: "put the statement the rule checks in brackets: `[statement]{? rule}`".into(),
-            });
-            continue;
+        let open_at = match opening_bracket(text, close_at, &|at| is_excluded(base + at)) {
+            Opening::At(at) => at,
+            // `\[statement]{? rule}` is literal text, as an escaped quote is.
+            Opening::Escaped => continue,
+            Opening::Missing => {
+                errors.push(ClaimError {
+                    span: base + close_at..base + brace + 1,
+                    message: "claim has no opening `[` in its paragraph".into(),
+                    help: "put the statement the rule checks in brackets: `[statement]{? rule}`"
+                        .into(),
+                });
+                continue;
+            }
         };
         let raw = &text[close_at + 3..brace];
         let lead = raw.len() - raw.trim_start().len();
@@ -315,9 +321,19 @@ pub fn scan(
     (claims, errors)
 }
 
+/// Where a claim's statement opens.
+enum Opening {
+    /// At this `[`.
+    At(usize),
+    /// At a backslash-escaped `[`: the whole claim is literal text.
+    Escaped,
+    /// Nowhere in the paragraph.
+    Missing,
+}
+
 /// The `[` that opens the bracket closed at `close` (brackets nested inside it balance, as
 /// quotes and links in a statement do), within its paragraph and outside excluded bytes.
-fn opening_bracket(text: &str, close: usize, excluded: &dyn Fn(usize) -> bool) -> Option<usize> {
+fn opening_bracket(text: &str, close: usize, excluded: &dyn Fn(usize) -> bool) -> Opening {
     let mut depth = 0usize;
     let bytes = text.as_bytes();
     let mut at = close;
@@ -328,20 +344,21 @@ fn opening_bracket(text: &str, close: usize, excluded: &dyn Fn(usize) -> bool) -
                 // The line before this break is blank: the paragraph starts after it.
                 let line_start = text[..at].rfind('\n').map_or(0, |i| i + 1);
                 if text[line_start..at].trim().is_empty() {
-                    return None;
+                    return Opening::Missing;
                 }
             }
             b']' if !excluded(at) => depth += 1,
             b'[' if !excluded(at) => {
                 if depth == 0 {
-                    return Some(at);
+                    return Opening::At(at);
                 }
                 depth -= 1;
             }
+            b'[' if depth == 0 && at > 0 && bytes[at - 1] == b'\\' => return Opening::Escaped,
             _ => {}
         }
     }
-    None
+    Opening::Missing
 }
 
 /// Parses a rule; an error gives the byte offset in `rule` where it went wrong.

@@ -224,17 +224,19 @@ fn run_lab(series: Series<Parsed>, plan: &LabPlan, diagnostics: &mut Diagnostics
     attach_runs(series, runs, diagnostics)
 }
 
-/// Each chapter with its run (`runs` has one entry per chapter, in order).
+/// Each chapter with its run: `runs` has one entry per chapter, in order, or none at all when
+/// the experiments did not run (errors found while loading), and then no chapter has a run.
 fn attach_runs(
     series: Series<Parsed>,
     runs: lab::Runs,
     diagnostics: &mut Diagnostics,
 ) -> Series<Ran> {
     diagnostics.extend(runs.errors);
+    let runs = runs.runs.into_iter().chain(std::iter::repeat(None));
     series.map_chapters(|chapters| {
         chapters
             .into_iter()
-            .zip(runs.runs)
+            .zip(runs)
             .map(|(parsed, run)| Ran { parsed, run })
             .collect()
     })
