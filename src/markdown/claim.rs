@@ -337,6 +337,9 @@ fn opening_bracket(text: &str, close: usize, excluded: &dyn Fn(usize) -> bool) -
     let mut depth = 0usize;
     let bytes = text.as_bytes();
     let mut at = close;
+    // An escaped `[` is no bracket; if no other opens the claim, the claim is literal text.
+    let mut escaped = false;
+    let missing = |escaped: bool| if escaped { Opening::Escaped } else { Opening::Missing };
     while at > 0 {
         at -= 1;
         match bytes[at] {
@@ -344,7 +347,7 @@ fn opening_bracket(text: &str, close: usize, excluded: &dyn Fn(usize) -> bool) -
                 // The line before this break is blank: the paragraph starts after it.
                 let line_start = text[..at].rfind('\n').map_or(0, |i| i + 1);
                 if text[line_start..at].trim().is_empty() {
-                    return Opening::Missing;
+                    return missing(escaped);
                 }
             }
             b']' if !excluded(at) => depth += 1,
@@ -354,11 +357,11 @@ fn opening_bracket(text: &str, close: usize, excluded: &dyn Fn(usize) -> bool) -
                 }
                 depth -= 1;
             }
-            b'[' if depth == 0 && at > 0 && bytes[at - 1] == b'\\' => return Opening::Escaped,
+            b'[' if depth == 0 && at > 0 && bytes[at - 1] == b'\\' => escaped = true,
             _ => {}
         }
     }
-    Opening::Missing
+    missing(escaped)
 }
 
 /// Parses a rule; an error gives the byte offset in `rule` where it went wrong.
@@ -746,6 +749,9 @@ mod tests {
         let text = "[a \\[b]{? x > 1}";
         let (claims, _) = scan(text, 0, &[3..5]);
         assert_eq!(claims[0].open, 0..1);
+        // With no other `[`, the escaped one makes the claim literal text, not an error.
+        let (claims, errors) = scan("x \\[a]{? x > 1}", 0, &[3..4]);
+        assert!(claims.is_empty() && errors.is_empty(), "{claims:?} {errors:?}");
         let (claims, errors) = scan("`[a]{? x > 1}`", 0, &[0..14]);
         assert!(claims.is_empty() && errors.is_empty());
         let (_, errors) = scan("[a]{? x >", 0, &[]);
