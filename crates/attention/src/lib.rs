@@ -119,7 +119,8 @@ pub use train::adam::Adam;
 pub use train::model::{Decoded, ModelConfig, TinyTransformer};
 pub use train::nn::{
     AttentionCache, AttentionGrad, Embedding, FeedForwardCache, FeedForwardGrad, LayerNormCache,
-    LayerNormGrad, Linear, Params, softmax_cross_entropy,
+    LayerNormGrad, Linear, softmax_cross_entropy,
 };
+pub use train::params::Params;
 pub use train::positions::{PositionEncoding, Positions, sinusoidal_positions};
 pub use train::task::{Batch, Reversal};

@@ -3,7 +3,7 @@
 
 use ndarray::{ArrayD, Zip};
 
-use super::nn::Params;
+use super::params::Params;
 
 /// Adam state for one model: `m` and `v` per parameter tensor.
 ///
