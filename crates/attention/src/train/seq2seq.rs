@@ -24,7 +24,7 @@
 //! layer works step after step on `batch` rows at a time (see [`gru`](super::gru)).
 
 use ndarray::linalg::general_mat_mul;
-use ndarray::{Array2, ArrayView2, ArrayViewD, ArrayViewMutD, Axis, s};
+use ndarray::{Array2, ArrayView2, ArrayViewD, ArrayViewMut2, ArrayViewMutD, Axis, s};
 use rand::Rng;
 
 use crate::additive::Additive;
@@ -341,7 +341,9 @@ impl Seq2Seq {
         let b = prev.len();
         dec.ids.extend_from_slice(prev);
         let mut emb = dec.emb.slice_mut(s![rows(i, b), ..]);
-        emb.assign(&self.tgt_embed.forward(prev));
+        for (mut row, &t) in emb.rows_mut().into_iter().zip(prev) {
+            row.assign(&self.tgt_embed.table.row(t));
+        }
         let [we_g, we_c, _, _] = self.dec_input_weights();
         let (mut gates, mut cand) = dec.gru.inputs_mut(i);
         gates.assign(&self.dec.b_gates);
@@ -399,17 +401,24 @@ impl Seq2Seq {
 
     /// Logits of the rows `r` of the decoder's states, contexts and inputs.
     fn logits(&self, dec: &Decoding, r: std::ops::Range<usize>) -> Array2<f64> {
-        let [wo_s, wo_c, wo_e] = self.out_weights();
-        let mut logits = dec.gru.outputs().slice(s![r.clone(), ..]).dot(&wo_s) + &self.out.b;
-        general_mat_mul(
-            1.0,
-            &dec.ctx.slice(s![r.clone(), ..]),
-            &wo_c,
-            1.0,
-            &mut logits,
-        );
-        general_mat_mul(1.0, &dec.emb.slice(s![r, ..]), &wo_e, 1.0, &mut logits);
+        let mut logits = Array2::zeros((r.len(), self.config.tgt_vocab));
+        self.logits_into(dec, r, logits.view_mut());
         logits
+    }
+
+    /// [`Seq2Seq::logits`] written into `out`.
+    fn logits_into(
+        &self,
+        dec: &Decoding,
+        r: std::ops::Range<usize>,
+        mut out: ArrayViewMut2<'_, f64>,
+    ) {
+        let [wo_s, wo_c, wo_e] = self.out_weights();
+        out.assign(&self.out.b);
+        let inputs = [dec.gru.outputs(), &dec.ctx, &dec.emb];
+        for (input, w) in inputs.into_iter().zip([wo_s, wo_c, wo_e]) {
+            general_mat_mul(1.0, &input.slice(s![r.clone(), ..]), &w, 1.0, &mut out);
+        }
     }
 
     /// Teacher forcing: logits of every target position, step after step, the targets in the
@@ -626,10 +635,11 @@ impl Seq2Seq {
         let mut dec = self.start_decoding(&enc, len, None);
         let mut prev = vec![self.bos(); b];
         let mut tokens = vec![Vec::with_capacity(len); b];
+        let mut logits = Array2::zeros((b, self.config.tgt_vocab));
         for i in 0..len {
             self.feed(&mut dec, i, &prev);
             self.step(&enc, &mut dec, i);
-            let logits = self.logits(&dec, rows(i, b));
+            self.logits_into(&dec, rows(i, b), logits.view_mut());
             for ((p, out), row) in prev.iter_mut().zip(&mut tokens).zip(logits.rows()) {
                 *p = argmax(&row).expect("logits are finite");
                 out.push(*p);
