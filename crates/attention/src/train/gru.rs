@@ -117,6 +117,11 @@ impl GruCache {
     }
 
     /// The state after step `t` (`h_{t+1}` in 1-based time), `batch x hidden`.
+    ///
+    /// # Panics
+    ///
+    /// If `t` is not a step of the run.
+    #[track_caller]
     pub fn state(&self, t: usize) -> ArrayView2<'_, f64> {
         self.states.slice(s![self.rows(t), ..])
     }
