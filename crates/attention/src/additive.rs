@@ -3,12 +3,13 @@
 //!
 //! In a decoder the keys `h_j` are fixed for a whole source sentence while the query `s`
 //! changes at every step, so `U h_j` is worth computing once: [`Additive::precompute`].
-//! The backward pass and the SGD step are in [`grad`](crate::AdditiveGrads).
+//! The backward pass and the SGD step are in [`grad`](crate::AdditiveGrads); the one-pass
+//! scores-and-softmax of a decoder step, [`Additive::softmax_precomputed`], is with the other
+//! fast paths in `fused`.
 
 use ndarray::{Array1, Array2, ArrayBase, Axis, Data, Ix1, Ix2};
 use rand::Rng;
 
-use crate::fused::{additive_softmax, softmax_vec};
 use crate::init::{xavier_uniform, xavier_uniform1};
 
 /// Additive (Bahdanau) attention scorer: `e_j = v^T tanh(W s + U h_j)`.
@@ -124,38 +125,6 @@ impl Additive {
         (&pre.uh + &ws).tanh().dot(&self.v)
     }
 
-    /// `softmax(&self.scores_precomputed(pre, s))` in one pass: the attention weights of one
-    /// decoder step.
-    ///
-    /// Uses a vectorised `tanh` (relative error below 1e-15) and `exp`, and the widest SIMD
-    /// the CPU has; agrees with the two-step version to about 1e-15.
-    ///
-    /// # Panics
-    ///
-    /// As [`Additive::scores_precomputed`], and if there are no keys or a score is NaN.
-    #[track_caller]
-    pub fn softmax_precomputed<S: Data<Elem = f64>>(
-        &self,
-        pre: &Precomputed,
-        s: &ArrayBase<S, Ix1>,
-    ) -> Array1<f64> {
-        const OP: &str = "Additive::softmax_precomputed";
-        self.check_precomputed(OP, pre, s.len());
-        let slices = (
-            self.w.as_slice(),
-            pre.uh.as_slice(),
-            self.v.as_slice(),
-            s.as_slice(),
-        );
-        let e = match slices {
-            (Some(w), Some(uh), Some(v), Some(s)) if !s.is_empty() && !v.is_empty() => {
-                additive_softmax(OP, w, uh, v, s)
-            }
-            _ => softmax_vec(OP, self.scores_precomputed(pre, s).to_vec()),
-        };
-        Array1::from_vec(e)
-    }
-
     /// Number of trainable parameters: `d_attn (d_query + d_key + 1)`.
     pub fn param_count(&self) -> usize {
         self.w.len() + self.u.len() + self.v.len()
@@ -176,7 +145,7 @@ impl Additive {
     }
 
     #[track_caller]
-    fn check_precomputed(&self, op: &str, pre: &Precomputed, d_s: usize) {
+    pub(crate) fn check_precomputed(&self, op: &str, pre: &Precomputed, d_s: usize) {
         self.check_shapes(op, d_s, self.d_key());
         assert_eq!(pre.uh.ncols(), self.d_attn(), "{op}: d_attn");
     }

@@ -20,8 +20,11 @@
 //! 9. `block` - the Transformer layer around attention: `LayerNorm`, `FeedForward`, encoder
 //!    and decoder layers (post-LN or pre-LN), and `count_ops` to measure their cost.
 //! 10. `window`, `linear` - attention at length: a sliding window; linear attention (`elu + 1`).
-//! 11. `train` - a tiny encoder-decoder Transformer with a backward pass through every layer,
-//!     Adam and the reversal task ([`TinyTransformer`], [`Adam`], [`Reversal`]).
+//! 11. `train` - models trained end to end, with a backward pass through every layer and Adam
+//!     ([`Adam`]): a tiny encoder-decoder Transformer on the reversal task
+//!     ([`TinyTransformer`], [`Reversal`]), and the RNN encoder-decoder of neural machine
+//!     translation with additive attention or the fixed-vector context ([`Seq2Seq`], [`Gru`])
+//!     on a reordering translation task scored by sentence length ([`Reordering`]).
 //! 12. `kv_cache` - decoding token by token: [`KvCache`], [`cached_attention_step`] (MHA/GQA/MQA).
 //! 13. `positions` - positions in queries, keys and scores: [`rope`] (RoPE), [`alibi_bias`] (ALiBi).
 //!
@@ -116,10 +119,16 @@ pub use window::{
 };
 
 pub use train::adam::Adam;
+pub use train::gru::{Gru, GruCache};
 pub use train::model::{Decoded, ModelConfig, TinyTransformer};
 pub use train::nn::{
     AttentionCache, AttentionGrad, Embedding, FeedForwardCache, FeedForwardGrad, LayerNormCache,
-    LayerNormGrad, Linear, Params, softmax_cross_entropy,
+    LayerNormGrad, Linear, softmax_cross_entropy,
 };
+pub use train::params::Params;
 pub use train::positions::{PositionEncoding, Positions, sinusoidal_positions};
+pub use train::reorder::{
+    LengthScore, Reordering, ReorderingConfig, TrainPlan, WordClass, length_buckets, train_seq2seq,
+};
+pub use train::seq2seq::{Context, Seq2Seq, Seq2SeqConfig, Translation};
 pub use train::task::{Batch, Reversal};

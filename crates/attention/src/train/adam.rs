@@ -3,7 +3,7 @@
 
 use ndarray::{ArrayD, Zip};
 
-use super::nn::Params;
+use super::params::Params;
 
 /// Adam state for one model: `m` and `v` per parameter tensor.
 ///
@@ -91,11 +91,31 @@ impl Adam {
                 p.shape() == m.shape() && g.shape() == m.shape(),
                 "Adam::step: parameter shape"
             );
-            Zip::from(p).and(g).and(m).and(v).for_each(|p, &g, m, v| {
+            let update = |p: &mut f64, g: f64, m: &mut f64, v: &mut f64| {
                 *m = b1 * *m + (1.0 - b1) * g;
                 *v = b2 * *v + (1.0 - b2) * g * g;
                 *p -= lr * (*m / c1) / ((*v / c2).sqrt() + eps);
-            });
+            };
+            // The same update on plain slices when every tensor is in standard layout: there
+            // the compiler knows they do not overlap and vectorises the divisions and square
+            // roots, which are correctly rounded either way, so the result is the same.
+            match (
+                p.as_slice_mut(),
+                g.as_slice(),
+                m.as_slice_mut(),
+                v.as_slice_mut(),
+            ) {
+                (Some(p), Some(g), Some(m), Some(v)) => {
+                    for (((p, &g), m), v) in p.iter_mut().zip(g).zip(m).zip(v) {
+                        update(p, g, m, v);
+                    }
+                }
+                _ => Zip::from(p)
+                    .and(g)
+                    .and(m)
+                    .and(v)
+                    .for_each(|p, &g, m, v| update(p, g, m, v)),
+            }
         }
     }
 }

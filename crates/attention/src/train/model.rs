@@ -18,8 +18,9 @@ use crate::metrics::argmax;
 
 use super::nn::{
     AttentionCache, AttentionGrad, Embedding, FeedForwardCache, FeedForwardGrad, LayerNormCache,
-    LayerNormGrad, Linear, Params, softmax_cross_entropy,
+    LayerNormGrad, Linear, softmax_cross_entropy,
 };
+use super::params::Params;
 use super::positions::{PositionEncoding, Positions};
 
 /// Sizes of a [`TinyTransformer`].
@@ -607,7 +608,7 @@ mod tests {
     use rand::rngs::StdRng;
 
     use super::*;
-    use crate::train::nn::tests::check_params;
+    use crate::train::gradcheck::check_params;
 
     fn tiny(positions: Positions, kv_heads: usize) -> TinyTransformer {
         let config = ModelConfig {

@@ -8,7 +8,7 @@
 //! `dL/dy`, **adds** the parameters' gradients into `grads` (a value of the same type, from
 //! [`Params::zeros_like`]) and returns `dL/dx`.
 
-use ndarray::{Array1, Array2, ArrayD, ArrayViewD, ArrayViewMutD, Axis, s};
+use ndarray::{Array1, Array2, ArrayViewD, ArrayViewMutD, Axis, s};
 use rand::Rng;
 
 use crate::error::AttentionError;
@@ -16,29 +16,8 @@ use crate::grad::softmax_backward;
 use crate::init::xavier_uniform;
 use crate::softmax::{log_softmax, masked_softmax_rows, softmax_rows};
 
+use super::params::Params;
 use super::positions::PositionEncoding;
-
-/// Anything with trainable parameters. The gradient of a `P` is stored in another `P`
-/// ([`Params::zeros_like`]), so an optimiser walks [`Params::params_mut`] of the model and
-/// [`Params::params`] of the gradient side by side.
-pub trait Params {
-    /// The parameters, in a fixed order.
-    fn params(&self) -> Vec<ArrayViewD<'_, f64>>;
-    /// The parameters, mutable, in the order of [`Params::params`].
-    fn params_mut(&mut self) -> Vec<ArrayViewMutD<'_, f64>>;
-    /// A copy with every parameter set to zero: the place to accumulate gradients.
-    fn zeros_like(&self) -> Self
-    where
-        Self: Sized;
-    /// Number of trainable scalars.
-    fn param_count(&self) -> usize {
-        self.params().iter().map(|p| p.len()).sum()
-    }
-    /// Owned copies of the parameters (for an optimiser's state or a checkpoint).
-    fn to_vec(&self) -> Vec<ArrayD<f64>> {
-        self.params().iter().map(|p| p.to_owned()).collect()
-    }
-}
 
 fn view(a: &Array2<f64>) -> ArrayViewD<'_, f64> {
     a.view().into_dyn()
@@ -734,60 +713,16 @@ pub fn softmax_cross_entropy(logits: &Array2<f64>, targets: &[usize]) -> (f64, A
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
-    use ndarray::{Array1, Array2};
+mod tests {
+    use ndarray::Array2;
     use rand::SeedableRng;
     use rand::rngs::StdRng;
 
     use super::*;
     use crate::init::randn2;
     use crate::mask::causal_mask;
-    use crate::test_util::assert_grad_close;
-
-    /// Central differences of `loss` with respect to every parameter of `model`, compared
-    /// with `grads` tensor by tensor (relative error < 1e-6).
-    pub(crate) fn check_params<P: Params + Clone>(model: &P, grads: &P, loss: impl Fn(&P) -> f64) {
-        const EPS: f64 = 1e-5;
-        let mut probe = model.clone();
-        let analytic = grads.to_vec();
-        for (t, a) in analytic.iter().enumerate() {
-            let mut numeric = Vec::with_capacity(a.len());
-            for i in 0..a.len() {
-                let mut at = |delta: f64| {
-                    let orig;
-                    {
-                        let mut ps = probe.params_mut();
-                        let slot = ps[t].iter_mut().nth(i).expect("entry");
-                        orig = *slot;
-                        *slot = orig + delta;
-                    }
-                    let value = loss(&probe);
-                    *probe.params_mut()[t].iter_mut().nth(i).expect("entry") = orig;
-                    value
-                };
-                numeric.push((at(EPS) - at(-EPS)) / (2.0 * EPS));
-            }
-            let a1 = Array1::from_iter(a.iter().copied());
-            let n1 = Array1::from(numeric);
-            // The key bias shifts every score of a row alike, which softmax ignores: its
-            // gradient is exactly zero, and then both sides must say so.
-            let tiny = |x: &Array1<f64>| x.iter().all(|v| v.abs() < 1e-9);
-            if tiny(&a1) && tiny(&n1) {
-                continue;
-            }
-            assert_grad_close(&a1, &n1);
-        }
-    }
-
-    /// Central differences with respect to an input matrix.
-    pub(crate) fn check_input(
-        x: &Array2<f64>,
-        analytic: &Array2<f64>,
-        loss: impl Fn(&Array2<f64>) -> f64,
-    ) {
-        let numeric = crate::test_util::numeric_grad(x, loss);
-        assert_grad_close(analytic, &numeric);
-    }
+    use crate::train::gradcheck::{check_input, check_params};
+    use crate::train::positions::Positions;
 
     fn rng() -> StdRng {
         StdRng::seed_from_u64(42)
@@ -926,5 +861,45 @@ pub(crate) mod tests {
         let targets = [0, 4, 2, 2];
         let (_, g) = softmax_cross_entropy(&logits, &targets);
         check_input(&logits, &g, |l| softmax_cross_entropy(l, &targets).0);
+    }
+
+    /// Central differences through one attention layer with positions: the inputs, the
+    /// projections and (for the relative bias) the table.
+    #[test]
+    fn attention_with_positions_matches_finite_differences() {
+        for kind in [
+            Positions::Rotary,
+            Positions::Alibi,
+            Positions::Relative { clip: 1 },
+        ] {
+            for masked in [false, true] {
+                let mut rng = StdRng::seed_from_u64(7);
+                let attn = AttentionGrad::new(8, 2, 2, &mut rng);
+                let mut pos = PositionEncoding::with_heads(kind, 8, 8, 2, &mut rng);
+                if let Positions::Relative { .. } = kind {
+                    pos.table = randn2(2, 3, &mut rng);
+                }
+                let (batch, n) = (2, 4);
+                let x = randn2(batch * n, 8, &mut rng);
+                let r = randn2(batch * n, 8, &mut rng);
+                let mask = masked.then(|| causal_mask(n));
+                let loss = |a: &AttentionGrad, p: &PositionEncoding, x: &Array2<f64>| {
+                    let y = a
+                        .forward_with_positions(x, x, batch, mask.as_ref(), Some(p))
+                        .0;
+                    (&y * &r).sum()
+                };
+                let (_, cache) =
+                    attn.forward_with_positions(&x, &x, batch, mask.as_ref(), Some(&pos));
+                let (mut g, mut gp) = (attn.zeros_like(), pos.zeros_like());
+                let (gq, gkv) =
+                    attn.backward_with_positions(&cache, &r, &mut g, Some((&pos, &mut gp)));
+                check_params(&attn, &g, |a| loss(a, &pos, &x));
+                check_input(&x, &(gq + gkv), |x| loss(&attn, &pos, x));
+                if let Positions::Relative { .. } = kind {
+                    check_params(&pos, &gp, |p| loss(&attn, p, &x));
+                }
+            }
+        }
     }
 }

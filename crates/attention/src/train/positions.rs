@@ -13,7 +13,7 @@ use rand::Rng;
 use crate::init::randn2;
 use crate::positions::{alibi_entry, alibi_slopes, relative_index, rotate};
 
-use super::nn::Params;
+use super::params::Params;
 
 /// How the model learns where a token is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,7 +58,7 @@ pub struct PositionEncoding {
     kind: Positions,
     /// `max_len x d_model` for the additive schemes, `heads x (2 clip + 1)` for
     /// [`Positions::Relative`], empty otherwise; trained for `Learned` and `Relative`.
-    table: Array2<f64>,
+    pub(super) table: Array2<f64>,
     heads: usize,
     max_len: usize,
 }
@@ -364,9 +364,6 @@ mod tests {
 
     use super::*;
     use crate::init::randn2;
-    use crate::mask::causal_mask;
-    use crate::train::nn::AttentionGrad;
-    use crate::train::nn::tests::{check_input, check_params};
 
     #[test]
     fn sinusoidal_by_hand() {
@@ -437,45 +434,5 @@ mod tests {
     fn rotary_heads_of_odd_width_panic() {
         let pe = PositionEncoding::new(Positions::Rotary, 4, 6, &mut StdRng::seed_from_u64(0));
         pe.rotate_heads(&Array2::ones((2, 6)), 2, 3, false);
-    }
-
-    /// Central differences through one attention layer with positions: the inputs, the
-    /// projections and (for the relative bias) the table.
-    #[test]
-    fn attention_with_positions_matches_finite_differences() {
-        for kind in [
-            Positions::Rotary,
-            Positions::Alibi,
-            Positions::Relative { clip: 1 },
-        ] {
-            for masked in [false, true] {
-                let mut rng = StdRng::seed_from_u64(7);
-                let attn = AttentionGrad::new(8, 2, 2, &mut rng);
-                let mut pos = PositionEncoding::with_heads(kind, 8, 8, 2, &mut rng);
-                if let Positions::Relative { .. } = kind {
-                    pos.table = randn2(2, 3, &mut rng);
-                }
-                let (batch, n) = (2, 4);
-                let x = randn2(batch * n, 8, &mut rng);
-                let r = randn2(batch * n, 8, &mut rng);
-                let mask = masked.then(|| causal_mask(n));
-                let loss = |a: &AttentionGrad, p: &PositionEncoding, x: &Array2<f64>| {
-                    let y = a
-                        .forward_with_positions(x, x, batch, mask.as_ref(), Some(p))
-                        .0;
-                    (&y * &r).sum()
-                };
-                let (_, cache) =
-                    attn.forward_with_positions(&x, &x, batch, mask.as_ref(), Some(&pos));
-                let (mut g, mut gp) = (attn.zeros_like(), pos.zeros_like());
-                let (gq, gkv) =
-                    attn.backward_with_positions(&cache, &r, &mut g, Some((&pos, &mut gp)));
-                check_params(&attn, &g, |a| loss(a, &pos, &x));
-                check_input(&x, &(gq + gkv), |x| loss(&attn, &pos, x));
-                if let Positions::Relative { .. } = kind {
-                    check_params(&pos, &gp, |p| loss(&attn, p, &x));
-                }
-            }
-        }
     }
 }
