@@ -67,7 +67,7 @@ fn check_passes_on_a_clean_site_and_knows_names_and_values_from_the_last_build()
     let run = site.run(&["check"]);
     assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
     let text = site.read("content/01-first.md");
-    site.write("content/01-first.md", &text.replace("{=sum}", "{=summ}"));
+    site.write("content/01-first.md", &text.replace("{=sum ±1e-12}", "{=summ ±1e-12}"));
     let run = site.run(&["check"]);
     assert_eq!(run.code, 1);
     assert!(
@@ -78,7 +78,7 @@ fn check_passes_on_a_clean_site_and_knows_names_and_values_from_the_last_build()
     // A quote that drifted from the cached run is a finding too (exit 1), not a warning.
     site.write(
         "content/01-first.md",
-        &text.replace("[1.00]{=sum}", "[2.00]{=sum}"),
+        &text.replace("[1.00]{=sum ±1e-12}", "[2.00]{=sum ±1e-12}"),
     );
     let run = site.run(&["check"]);
     assert_eq!(run.code, 1, "{}{}", run.stdout, run.stderr);
