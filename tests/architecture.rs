@@ -105,7 +105,7 @@ impl Collector<'_> {
             "self" | "super" => self.scope.clone(),
             _ => return,
         };
-        let mut rest = &segments[..];
+        let mut rest = segments;
         if first == "crate" || first == "self" {
             rest = &rest[1..];
         }
