@@ -22,7 +22,7 @@ use pulldown_cmark::{CodeBlockKind, Event, HeadingLevel, LinkType, Options, Pars
 use crate::content::Chapter;
 use crate::diagnostic::Diagnostic;
 pub use east_asian::is_cjk;
-pub use experiment::{BlockOptions, Experiment, Fold};
+pub use experiment::{BlockOptions, Experiment, Fold, PinnedOutput};
 pub use headings::Heading;
 use inline::Inline;
 use quote::QuoteSyntax;
