@@ -228,11 +228,16 @@ fn attach_runs(
     diagnostics: &mut Diagnostics,
 ) -> Series<Ran> {
     diagnostics.extend(runs.errors);
+    // No runs at all when loading found errors (the experiments were skipped): every chapter
+    // is then carried on without one.
+    let mut runs = runs.runs.into_iter();
     series.map_chapters(|chapters| {
         chapters
             .into_iter()
-            .zip(runs.runs)
-            .map(|(parsed, run)| Ran { parsed, run })
+            .map(|parsed| Ran {
+                parsed,
+                run: runs.next().flatten(),
+            })
             .collect()
     })
 }
