@@ -786,3 +786,27 @@ fn a_chapter_cannot_write_another_chapters_results() {
             .contains("title=\"实验值 1；")
     );
 }
+
+/// Redteam-3 D21: what `.attnbook/run/` holds for chapters that are gone (and results files of
+/// the layout before each chapter had its own results directory) is removed by the next build;
+/// the chapters that are still there keep theirs.
+#[test]
+fn leftovers_of_deleted_chapters_are_pruned_from_the_run_directory() {
+    let site = Site::fixture("sandbox");
+    assert_eq!(site.run(&["build"]).code, 0);
+    let run = site.path(".attnbook/run");
+    for dir in ["results-gone", "sandbox-gone"] {
+        std::fs::create_dir_all(run.join(dir)).unwrap();
+        std::fs::write(run.join(dir).join("big"), "x").unwrap();
+    }
+    std::fs::write(run.join("gone.json"), "{}").unwrap();
+    let again = site.run(&["build"]);
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    for left in ["results-gone", "sandbox-gone", "gone.json"] {
+        assert!(!run.join(left).exists(), "{left} is left");
+    }
+    assert!(
+        run.join("sandbox-a/scratch.txt").exists(),
+        "a's sandbox stays"
+    );
+}

@@ -219,6 +219,7 @@ pub fn run(series: &Series<Parsed>, plan: &LabPlan) -> Runs {
         return out;
     }
     let paths = Paths::new(series);
+    prune_run_dir(&paths.work.join("run"), series);
     let toolchain = rustc_version();
     let cpu = cpu_model();
     let env_key = cache::environment_key(
@@ -293,6 +294,29 @@ pub fn run(series: &Series<Parsed>, plan: &LabPlan) -> Runs {
         }
     }
     out
+}
+
+/// Removes from `.attnbook/run/` what no chapter of the series will use again: the results
+/// and sandbox directories of chapters that are gone, and results files of the layout before
+/// each chapter had a results directory of its own (`run/SLUG.json`).
+fn prune_run_dir(run: &Path, series: &Series<Parsed>) {
+    let Ok(entries) = std::fs::read_dir(run) else {
+        return;
+    };
+    let known = |slug: &str| series.chapters.iter().any(|c| c.slug == slug);
+    for entry in entries.filter_map(Result::ok) {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let path = entry.path();
+        let gone = ["results-", "sandbox-"]
+            .iter()
+            .find_map(|prefix| name.strip_prefix(prefix))
+            .is_some_and(|slug| !known(slug));
+        if gone && path.is_dir() && !path.is_symlink() {
+            let _ = std::fs::remove_dir_all(&path);
+        } else if name.ends_with(".json") && path.is_file() {
+            let _ = std::fs::remove_file(&path);
+        }
+    }
 }
 
 /// The variables that change what the experiments compute, as `NAME=value` lines.
