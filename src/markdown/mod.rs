@@ -225,6 +225,7 @@ pub fn parse(chapter: &Chapter) -> (Doc, Vec<Diagnostic>) {
         if builder.unplaced.is_empty() {
             east_asian::join_lines(&mut builder.doc.pieces);
             diagnostics.extend(builder.diagnostics);
+            diagnostics.extend(headings::duplicate_ids(chapter, &builder.doc));
             return (builder.doc, diagnostics);
         }
         // A masked construct that did not come back as text would leak its mask onto the page:
