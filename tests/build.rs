@@ -726,3 +726,87 @@ fn a_table_in_the_intro_scrolls_in_its_own_box() {
     );
     assert_eq!(index.matches("<div class=\"table-wrap\">").count(), 1);
 }
+
+/// Redteam-3 D14: a chapter cannot write another chapter's results. `zz` keeps rewriting every
+/// place `aa`'s results could be (the old shared `run/aa.json`, and `aa`'s own results and
+/// sandbox directories) with a forged 666 while `aa` runs beside it; `aa`'s page and cache hold
+/// its own 1. Where the kernel has Landlock, every one of those writes is refused.
+#[test]
+fn a_chapter_cannot_write_another_chapters_results() {
+    let site = Site::fixture("sandbox");
+    std::fs::remove_file(site.path("content/01-a.md")).unwrap();
+    site.write(
+        "content/01-aa.md",
+        "+++\ntitle = \"A\"\nnumber = 1\n+++\n\n```rust,experiment\n\
+         std::thread::sleep(std::time::Duration::from_millis(1500));\n\
+         lab.value(\"v\", 1.0);\n```\n\n[1]{=v}\n",
+    );
+    let forged = r#"{"chapter":"aa","seed":SEED,"blocks_started":1,"values":[{"name":"v","block":0,"shape":[],"data":[666.0],"volatile":false,"file":"","line":0}],"tables":[],"figures":[],"panic":null}"#;
+    site.write(
+        "content/02-zz.md",
+        &format!(
+            "+++\ntitle = \"Z\"\nnumber = 2\n+++\n\n```rust,experiment\n\
+             let forged = r#\"{forged}\"#;\n\
+             let start = std::time::SystemTime::now();\n\
+             let mut landed = 0.0;\n\
+             while start.elapsed().unwrap().as_secs_f64() < 4.0 {{\n\
+             \x20   for target in [\"../aa.json\", \"../results-aa/results.json\", \"../sandbox-aa/x\"] {{\n\
+             \x20       if std::fs::write(target, forged).is_ok() {{ landed = 1.0; }}\n\
+             \x20   }}\n\
+             }}\n\
+             lab.value(\"landed\", landed);\n```\n\n[0]{{=landed}}\n"
+        ),
+    );
+    // The seed of `aa` is derived from its slug: the forger knows it (the build uses it).
+    let aa_seed = {
+        let hash = blake3::hash(b"aa");
+        u64::from_le_bytes(hash.as_bytes()[..8].try_into().unwrap()) % 1_000_000_000
+    };
+    let text = site
+        .read("content/02-zz.md")
+        .replace("SEED", &aa_seed.to_string());
+    site.write("content/02-zz.md", &text);
+    let run = site.run(&["build", "--jobs", "2", "--rerun"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let page = site.read("public/aa/index.html");
+    assert!(page.contains("title=\"实验值 1；"), "{page}");
+    assert!(!page.contains("666"), "{page}");
+    if kernel_has_landlock() {
+        assert!(
+            !run.stderr.contains("rerun 1"),
+            "a forged write landed: {}",
+            run.stderr
+        );
+    }
+    // What the cache holds is what the page showed: a build from it says the same.
+    let cached = site.run(&["build"]);
+    assert_eq!(cached.code, 0, "{}", cached.stderr);
+    assert!(
+        site.read("public/aa/index.html")
+            .contains("title=\"实验值 1；")
+    );
+}
+
+/// Redteam-3 D21: what `.attnbook/run/` holds for chapters that are gone (and results files of
+/// the layout before each chapter had its own results directory) is removed by the next build;
+/// the chapters that are still there keep theirs.
+#[test]
+fn leftovers_of_deleted_chapters_are_pruned_from_the_run_directory() {
+    let site = Site::fixture("sandbox");
+    assert_eq!(site.run(&["build"]).code, 0);
+    let run = site.path(".attnbook/run");
+    for dir in ["results-gone", "sandbox-gone"] {
+        std::fs::create_dir_all(run.join(dir)).unwrap();
+        std::fs::write(run.join(dir).join("big"), "x").unwrap();
+    }
+    std::fs::write(run.join("gone.json"), "{}").unwrap();
+    let again = site.run(&["build"]);
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    for left in ["results-gone", "sandbox-gone", "gone.json"] {
+        assert!(!run.join(left).exists(), "{left} is left");
+    }
+    assert!(
+        run.join("sandbox-a/scratch.txt").exists(),
+        "a's sandbox stays"
+    );
+}

@@ -204,3 +204,26 @@ fn build_timings_lists_every_stage_and_the_total() {
     let plain = site.run(&["build"]);
     assert_eq!(plain.stdout.lines().count(), 1, "{}", plain.stdout);
 }
+
+/// Redteam-3 D1, D11: `new` applies the loader's slug rule (reserved names and `--` too),
+/// and a title it cannot write as one line of TOML is refused, not written broken.
+#[test]
+fn new_refuses_what_the_loader_would_refuse() {
+    let site = Site::fixture("basic");
+    for slug in ["tags", "verification", "a--b", "figures", "print"] {
+        let run = site.run(&["new", slug]);
+        assert_eq!(run.code, 2, "{slug}: {}", run.stdout);
+        assert!(run.stderr.contains("is not a valid slug"), "{}", run.stderr);
+    }
+    for title in ["line1\nline2", "bell\u{7}", "tab\there"] {
+        let run = site.run(&["new", "nl", "--title", title]);
+        assert_eq!(run.code, 2, "{title:?}: {}", run.stdout);
+        assert!(run.stderr.contains("control character"), "{}", run.stderr);
+    }
+    assert!(!site.path("content/03-nl.md").exists());
+    // A title with quotes and backslashes is written as valid TOML; the site still loads.
+    let run = site.run(&["new", "quoted", "--title", r#"a "b" \c"#]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let check = site.run(&["check"]);
+    assert_eq!(check.code, 0, "{}", check.stderr);
+}

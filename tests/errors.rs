@@ -225,3 +225,42 @@ fn images_outside_the_site_or_missing_are_errors() {
         .replace(&outside.display().to_string(), "[OUTSIDE]");
     insta::assert_snapshot!("bad_images", stderr);
 }
+
+/// Redteam-3 D1: a chapter file name is a path, a URL and a print-page id prefix. Every name
+/// the slug rule refuses is an error at its file, all listed at once, and nothing is written
+/// anywhere (the site root's own `index.html` survives a chapter slugged `..`).
+#[test]
+fn chapter_file_names_that_are_not_slugs_are_errors_at_the_file() {
+    let site = Site::fixture("basic");
+    site.write("index.html", "the author's own file");
+    std::fs::create_dir_all(site.path("static/extra")).unwrap();
+    site.write("static/extra/x.txt", "a static file");
+    let names = [
+        "01-...md",
+        "02-..md",
+        "03-tags.md",
+        "04-verification.md",
+        "05-print.html.md",
+        "06-a#b.md",
+        "07-q?x.md",
+        "08-sp ace.md",
+        "09-a--b.md",
+        "10-figures.md",
+        "11-extra.md",
+        "12-Upper.md",
+    ];
+    for (i, name) in names.iter().enumerate() {
+        let text = format!("+++\ntitle = \"T\"\nnumber = {}\n+++\n\n正文。\n", i + 10);
+        site.write(&format!("content/{name}"), &text);
+    }
+    let run = site.run(&["build", "--strict"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    for name in names {
+        let place = format!("content/{name}:1:1: error: ");
+        assert!(run.stderr.contains(&place), "{place}\n{}", run.stderr);
+    }
+    assert!(run.stderr.contains("nothing was written"), "{}", run.stderr);
+    assert_eq!(site.read("index.html"), "the author's own file");
+    assert!(!site.path("public").exists());
+    insta::assert_snapshot!("bad_slugs", run.stderr);
+}

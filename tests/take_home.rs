@@ -68,7 +68,7 @@ fn a_downloaded_project_builds_offline_and_reproduces_every_value_bit_for_bit() 
         stdout.contains("weights = [") && stdout.contains("entropy = "),
         "{stdout}"
     );
-    let built = results(&site.path(&format!(".attnbook/run/{SLUG}.json")));
+    let built = results(&site.path(&format!(".attnbook/run/results-{SLUG}/results.json")));
     let taken_home = results(&project.join("results.json"));
     assert_same_bits(&built, &taken_home);
 

@@ -284,3 +284,71 @@ fn find(dir: &Path, name: &str) -> Vec<PathBuf> {
         .map(walkdir::DirEntry::into_path)
         .collect()
 }
+
+/// Redteam-3 D2: a pinned output inside a blockquote or a list item is rewritten line by line
+/// with its container's prefix (`> `, the item's indentation). Afterwards `verify` passes and a
+/// second `--fix` changes nothing.
+#[test]
+fn fix_rewrites_a_pinned_output_inside_its_container() {
+    let site = Site::fixture("quotes");
+    std::fs::remove_file(site.path("content/01-q.md")).unwrap();
+    let path = "content/01-c.md";
+    let text = "+++\ntitle = \"C\"\nnumber = 1\n+++\n\n\
+                > ```rust,experiment\n> println!(\"a = 1\\nb = 2\");\n> ```\n>\n\
+                > ```output\n> a = 9\n> b = 9\n> ```\n\n\
+                1. item\n\n   ```rust,experiment\n   println!(\"c = 3\\n\\nd = 4\");\n   ```\n\n\
+                \x20  ```output\n   c = 9\n   ```\n\n- > ```rust,experiment\n  > println!(\"e\");\n  > ```\n\
+                \x20 >\n  > ```output\n  > f\n  > ```\n";
+    site.write(path, text);
+    let fixed = site.run(&["verify", "--fix"]);
+    assert_eq!(fixed.code, 0, "{}{}", fixed.stdout, fixed.stderr);
+    assert!(
+        fixed.stdout.contains("fixed 3 place(s) in content/01-c.md"),
+        "{}",
+        fixed.stdout
+    );
+    let expected = text
+        .replace("> a = 9\n> b = 9\n", "> a = 1\n> b = 2\n")
+        .replace("   c = 9\n", "   c = 3\n\n   d = 4\n")
+        .replace("  > f\n", "  > e\n");
+    assert_eq!(site.read(path), expected);
+    let verify = site.run(&["verify"]);
+    assert_eq!(verify.code, 0, "{}{}", verify.stdout, verify.stderr);
+    assert!(verify.stdout.contains("0 drifted"), "{}", verify.stdout);
+    let again = site.run(&["verify", "--fix"]);
+    assert_eq!(again.code, 0, "{}{}", again.stdout, again.stderr);
+    assert!(!again.stdout.contains("fixed"), "{}", again.stdout);
+    assert_eq!(site.read(path), expected, "a second --fix is a no-op");
+}
+
+/// Redteam-3 D18: a quoted number in a heading whose anchor is derived from its text keeps the
+/// anchor when `--fix` rewrites the number: the heading gets its old id explicitly, the report
+/// says so, and the link to it still resolves.
+#[test]
+fn fix_keeps_the_anchor_of_a_heading_it_edits() {
+    let site = Site::fixture("quotes");
+    std::fs::remove_file(site.path("content/01-q.md")).unwrap();
+    let path = "content/01-c.md";
+    let text = "+++\ntitle = \"C\"\nnumber = 1\n+++\n\n## Heading [0.99]{=a}\n\n\
+                ```rust,experiment\nlab.value(\"a\", 0.13);\n```\n\n见[上文](#heading-0-99)。\n";
+    site.write(path, text);
+    let fixed = site.run(&["verify", "--fix"]);
+    assert_eq!(fixed.code, 0, "{}{}", fixed.stdout, fixed.stderr);
+    assert!(
+        fixed.stdout.contains(
+            "content/01-c.md:6:1: the heading's anchor stays #heading-0-99: --fix gave it that id explicitly"
+        ),
+        "{}",
+        fixed.stdout
+    );
+    let expected = text.replace(
+        "## Heading [0.99]{=a}\n",
+        "## Heading [0.13]{=a} {#heading-0-99}\n",
+    );
+    assert_eq!(site.read(path), expected);
+    let again = site.run(&["verify", "--fix"]);
+    assert_eq!(again.code, 0, "{}{}", again.stdout, again.stderr);
+    assert_eq!(site.read(path), expected, "a second --fix is a no-op");
+    let check = site.run(&["check"]);
+    assert_eq!(check.code, 0, "{}{}", check.stdout, check.stderr);
+}

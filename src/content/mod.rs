@@ -6,6 +6,7 @@
 
 mod front_matter;
 pub mod glossary;
+pub mod slug;
 pub mod taxonomy;
 
 use std::collections::BTreeMap;
@@ -39,8 +40,19 @@ pub struct Chapter {
 impl Chapter {
     /// Parses a chapter from its text; `path` is relative to the site root.
     pub fn parse(path: &Path, source: String) -> Result<Chapter, Vec<Diagnostic>> {
-        let (front, body_offset) = front_matter::parse(path, &source)?;
         let slug = slug_of(path);
+        // The file name and the front matter are both checked, so every problem is listed.
+        let bad_slug = slug::problem(&slug).map(|why| bad_slug(path, &source, &slug, &why));
+        let (front, body_offset) = match front_matter::parse(path, &source) {
+            Ok(parsed) => parsed,
+            Err(mut problems) => {
+                problems.extend(bad_slug);
+                return Err(problems);
+            }
+        };
+        if let Some(d) = bad_slug {
+            return Err(vec![d]);
+        }
         Ok(Chapter {
             path: path.to_path_buf(),
             slug,
@@ -84,6 +96,17 @@ pub fn slug_of(path: &Path) -> String {
         }
         _ => stem.to_string(),
     }
+}
+
+/// The error for a file whose name gives a slug the rule refuses, at the top of the file.
+fn bad_slug(path: &Path, source: &str, slug: &str, why: &str) -> Diagnostic {
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    Diagnostic::error(format!(
+        "the file name `{name}` gives the chapter the slug {slug:?}, which cannot be used: {why}"
+    ))
+    .at(Location::in_source(path, source, 0..0))
+    .with_note("the slug is what follows `NN-` in the file name: the chapter's URL and directory")
+    .with_help(format!("rename the file; {}", slug::RULE))
 }
 
 fn derive_seed(slug: &str) -> u64 {
@@ -224,6 +247,7 @@ pub fn load(root: &Path, include_drafts: bool) -> Result<Series, Diagnostics> {
         }
     };
     check_unique(&chapters, &mut diagnostics);
+    check_static_names(root, &chapters, &mut diagnostics);
     if diagnostics.has_errors() {
         return Err(diagnostics);
     }
@@ -333,6 +357,30 @@ fn check_unique(chapters: &[Chapter], diagnostics: &mut Diagnostics) {
         }
         if let Some(first) = slugs.insert(&chapter.slug, chapter) {
             diagnostics.push(duplicate(chapter, "slug", &chapter.slug, first));
+        }
+    }
+}
+
+/// A chapter whose slug is also a top-level name of the site's `static/` would have its page
+/// replaced (or mixed with) the static files copied over it.
+fn check_static_names(root: &Path, chapters: &[Chapter], diagnostics: &mut Diagnostics) {
+    let Ok(entries) = std::fs::read_dir(root.join("static")) else {
+        return;
+    };
+    let names: Vec<String> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    for chapter in chapters {
+        if names.contains(&chapter.slug) {
+            diagnostics.push(
+                Diagnostic::error(format!(
+                    "the chapter's slug `{}` is also `static/{}`, which is copied to the same place",
+                    chapter.slug, chapter.slug
+                ))
+                .at(chapter.location(0..0))
+                .with_help("rename the chapter file or the static directory"),
+            );
         }
     }
 }

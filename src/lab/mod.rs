@@ -219,6 +219,7 @@ pub fn run(series: &Series<Parsed>, plan: &LabPlan) -> Runs {
         return out;
     }
     let paths = Paths::new(series);
+    prune_run_dir(&paths.work.join("run"), series);
     let toolchain = rustc_version();
     let cpu = cpu_model();
     let env_key = cache::environment_key(
@@ -293,6 +294,29 @@ pub fn run(series: &Series<Parsed>, plan: &LabPlan) -> Runs {
         }
     }
     out
+}
+
+/// Removes from `.attnbook/run/` what no chapter of the series will use again: the results
+/// and sandbox directories of chapters that are gone, and results files of the layout before
+/// each chapter had a results directory of its own (`run/SLUG.json`).
+fn prune_run_dir(run: &Path, series: &Series<Parsed>) {
+    let Ok(entries) = std::fs::read_dir(run) else {
+        return;
+    };
+    let known = |slug: &str| series.chapters.iter().any(|c| c.slug == slug);
+    for entry in entries.filter_map(Result::ok) {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let path = entry.path();
+        let gone = ["results-", "sandbox-"]
+            .iter()
+            .find_map(|prefix| name.strip_prefix(prefix))
+            .is_some_and(|slug| !known(slug));
+        if gone && path.is_dir() && !path.is_symlink() {
+            let _ = std::fs::remove_dir_all(&path);
+        } else if name.ends_with(".json") && path.is_file() {
+            let _ = std::fs::remove_file(&path);
+        }
+    }
 }
 
 /// The variables that change what the experiments compute, as `NAME=value` lines.
@@ -554,8 +578,17 @@ fn run_chapter(settings: &RunSettings<'_>, chapter: &Parsed, executable: &Path) 
             limits.sandbox.display()
         ))]
     })?;
-    let results_path = results_dir.join(format!("{}.json", chapter.slug));
-    let _ = std::fs::remove_file(&results_path);
+    // A directory of the chapter's own, the only one besides its sandbox that its process may
+    // write (Landlock): no other chapter running beside it can replace its results.
+    let own_results = results_dir.join(format!("results-{}", chapter.slug));
+    let _ = std::fs::remove_dir_all(&own_results);
+    std::fs::create_dir_all(&own_results).map_err(|e| {
+        vec![Diagnostic::error(format!(
+            "cannot create {}: {e}",
+            own_results.display()
+        ))]
+    })?;
+    let results_path = own_results.join("results.json");
     let started = Instant::now();
     let finished = process::run(
         executable,
@@ -571,14 +604,30 @@ fn run_chapter(settings: &RunSettings<'_>, chapter: &Parsed, executable: &Path) 
         ))]
     })?;
     let duration_ms = started.elapsed().as_millis() as u64;
+    let first_line = chapter.doc.experiments.first().map_or(1, |b| b.line);
     let results = read_results(&results_path, RESULTS_CAP).map_err(|message| {
-        let at = chapter.doc.experiments.first().map_or(1, |b| b.line);
+        // Not read, so of no use: it goes, however large it is.
+        let _ = std::fs::remove_file(&results_path);
         vec![
             Diagnostic::error(message)
-                .at(Location::at_line(&chapter.path, at, 1))
+                .at(Location::at_line(&chapter.path, first_line, 1))
                 .with_help("record less: smaller figures, fewer or smaller values and tables"),
         ]
     })?;
+    if let Some(problem) = results.as_ref().and_then(|r| false_claim(chapter, r)) {
+        let _ = std::fs::remove_file(&results_path);
+        return Err(vec![
+            Diagnostic::error(format!(
+                "the results file of this chapter's experiments {problem}: something else wrote \
+                 it, and it is not used"
+            ))
+            .at(Location::at_line(&chapter.path, first_line, 1))
+            .with_help(
+                "an experiment must not write into .attnbook/run/ (on a kernel without Landlock \
+                 nothing stops it); run the build again",
+            ),
+        ]);
+    }
     if let Some(d) = failure(chapter, map, &finished, results.as_ref()) {
         return Err(vec![d]);
     }
@@ -599,6 +648,23 @@ fn run_chapter(settings: &RunSettings<'_>, chapter: &Parsed, executable: &Path) 
         meta,
         from_cache: false,
     })
+}
+
+/// What is wrong with `results` as the results of `chapter`'s run, if anything: they must name
+/// the chapter and the seed it ran with. (Block indices are not checked: a block may call
+/// `lab.begin_block` itself.)
+fn false_claim(chapter: &Parsed, results: &ChapterResults) -> Option<String> {
+    if results.chapter != chapter.slug {
+        return Some(format!("claims to be chapter `{}`'s", results.chapter));
+    }
+    if results.seed != chapter.seed() {
+        return Some(format!(
+            "claims the seed {}, not the chapter's {}",
+            results.seed,
+            chapter.seed()
+        ));
+    }
+    None
 }
 
 /// The results file, unless it is missing, malformed or larger than [`RESULTS_CAP`].
@@ -749,6 +815,32 @@ mod tests {
             "# let t0 = std::time::Instant::now();"
         )));
         assert!(!times_itself(&chapter_with("lab.value(\"x\", 1.0);")));
+    }
+
+    /// Redteam-3 D14: results that name another chapter or another seed are not taken.
+    #[test]
+    fn results_must_be_the_chapters_own() {
+        let chapter = chapter_with("lab.value(\"v\", 1.0);");
+        let own = ChapterResults {
+            chapter: "t".into(),
+            seed: chapter.seed(),
+            ..ChapterResults::default()
+        };
+        assert_eq!(false_claim(&chapter, &own), None);
+        let other = ChapterResults {
+            chapter: "zz".into(),
+            ..own.clone()
+        };
+        assert!(
+            false_claim(&chapter, &other)
+                .unwrap()
+                .contains("chapter `zz`")
+        );
+        let reseeded = ChapterResults {
+            seed: chapter.seed() + 1,
+            ..own
+        };
+        assert!(false_claim(&chapter, &reseeded).unwrap().contains("seed"));
     }
 
     #[test]

@@ -53,8 +53,13 @@ pub struct CodeLine {
 pub struct PinnedOutput {
     /// Its text.
     pub text: String,
-    /// Byte span of the text (inside the fences) in the chapter file.
+    /// Byte span of the lines inside the fences in the chapter file: from the start of the line
+    /// after the opening fence to the end of the last text line, container prefixes included.
     pub text_span: Range<usize>,
+    /// What each line inside the block starts with in the file: the bytes before the opening
+    /// fence on its line, a list marker turned into spaces (`> ` in a blockquote, `   ` under
+    /// `1. `, `  > ` under `- > `). Empty for a block at the top level.
+    pub prefix: String,
     /// Byte span of the whole fenced block.
     pub span: Range<usize>,
     /// 1-based line of the first text line.
@@ -138,6 +143,8 @@ pub(super) struct CodeState {
     span: Range<usize>,
     text: String,
     text_start: Option<usize>,
+    /// The start and text of the latest text event: where the block's text ends.
+    last_text: Option<(usize, String)>,
 }
 
 impl CodeState {
@@ -147,12 +154,14 @@ impl CodeState {
             span,
             text: String::new(),
             text_start: None,
+            last_text: None,
         }
     }
 
     pub(super) fn push_text(&mut self, text: &str, span: Range<usize>) {
         self.text_start.get_or_insert(span.start);
         self.text.push_str(text);
+        self.last_text = Some((span.start, text.to_string()));
     }
 
     fn words(&self) -> Vec<&str> {
@@ -179,18 +188,34 @@ impl CodeState {
     }
 
     pub(super) fn into_pinned(self, chapter: &Chapter) -> PinnedOutput {
-        // An empty block has no text event: its (empty) text starts after the opening fence line.
-        let start = self.text_start.unwrap_or_else(|| {
-            let fence_end = chapter.source[self.span.start..]
-                .find('\n')
-                .map_or(self.span.end, |i| self.span.start + i + 1);
-            fence_end.min(self.span.end)
-        });
-        let text_span = start..start + source_len(&chapter.source[start..], &self.text);
+        let source = &chapter.source;
+        // Inside a blockquote or a list item each text event is one line without its container
+        // prefix: the span runs from the line after the fence to the end of the last event, so
+        // `--fix` replaces whole lines and writes each with the prefix again.
+        let start = source[self.span.start..]
+            .find('\n')
+            .map_or(self.span.end, |i| self.span.start + i + 1)
+            .min(self.span.end);
+        let end = self
+            .last_text
+            .as_ref()
+            .map_or(start, |(at, text)| at + source_len(&source[*at..], text));
+        let line_start = source[..self.span.start].rfind('\n').map_or(0, |i| i + 1);
+        let prefix = source[line_start..self.span.start]
+            .chars()
+            .map(|c| {
+                if c == '>' || c.is_whitespace() {
+                    c
+                } else {
+                    ' '
+                }
+            })
+            .collect();
         let line = chapter.location(start..start).line;
         PinnedOutput {
             text: self.text,
-            text_span,
+            text_span: start..end.max(start),
+            prefix,
             span: self.span,
             line,
         }

@@ -4,6 +4,8 @@ use std::ops::Range;
 
 use pulldown_cmark::HeadingLevel;
 
+use crate::diagnostic::Diagnostic;
+
 /// A heading of a chapter.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Heading {
@@ -43,6 +45,57 @@ pub(super) fn level_number(level: HeadingLevel) -> u8 {
         HeadingLevel::H5 => 5,
         HeadingLevel::H6 => 6,
     }
+}
+
+/// Ids on a chapter's page that two things claim (redteam-3 D10): a heading id given twice
+/// (`{#x}` on two headings, or on one whose derived id another heading already has), and a
+/// heading id that is also the `L{line}` id of a code line the page shows, where quote
+/// provenance links land. Each is an error at the later heading, naming the other place.
+pub(super) fn duplicate_ids(
+    chapter: &crate::content::Chapter,
+    doc: &super::Doc,
+) -> Vec<Diagnostic> {
+    let mut problems = Vec::new();
+    let mut first: std::collections::HashMap<&str, &Heading> = std::collections::HashMap::new();
+    let code_lines: std::collections::HashSet<String> = doc
+        .experiments
+        .iter()
+        .filter(|e| !e.options.hide)
+        .flat_map(|e| e.displayed_lines().iter().map(|l| format!("L{}", l.line)))
+        .collect();
+    for heading in &doc.headings {
+        let here = chapter.location(heading.span.clone());
+        if let Some(earlier) = first.get(heading.id.as_str()) {
+            problems.push(
+                Diagnostic::error(format!("duplicate id `{}` on the page", heading.id))
+                    .at(here)
+                    .with_note(format!(
+                        "the heading at {} already has it",
+                        chapter.location(earlier.span.clone())
+                    ))
+                    .with_help("give one of the headings another id: `{#another-id}`"),
+            );
+            continue;
+        }
+        first.insert(&heading.id, heading);
+        if code_lines.contains(&heading.id) {
+            let line = &heading.id[1..];
+            problems.push(
+                Diagnostic::error(format!(
+                    "the heading's id `{}` is also the id of line {line} of an experiment block",
+                    heading.id
+                ))
+                .at(here)
+                .with_note(format!(
+                    "{}:{line}:1 is that line; links to the values it records point at #{}",
+                    chapter.path.display(),
+                    heading.id
+                ))
+                .with_help("give the heading an id that is not `L` and a number"),
+            );
+        }
+    }
+    problems
 }
 
 #[cfg(test)]

@@ -23,7 +23,7 @@ use pulldown_cmark::{CodeBlockKind, Event, HeadingLevel, LinkType, Options, Pars
 use crate::content::Chapter;
 use crate::diagnostic::Diagnostic;
 pub use east_asian::is_cjk;
-pub use experiment::{BlockOptions, Experiment, Fold};
+pub use experiment::{BlockOptions, Experiment, Fold, PinnedOutput};
 pub use headings::Heading;
 use inline::Inline;
 use quote::QuoteSyntax;
@@ -232,6 +232,7 @@ pub fn parse(chapter: &Chapter) -> (Doc, Vec<Diagnostic>) {
         if builder.unplaced.is_empty() {
             east_asian::join_lines(&mut builder.doc.pieces);
             diagnostics.extend(builder.diagnostics);
+            diagnostics.extend(headings::duplicate_ids(chapter, &builder.doc));
             return (builder.doc, diagnostics);
         }
         // A masked construct that did not come back as text would leak its mask onto the page:

@@ -161,3 +161,43 @@ fn a_line_break_between_chinese_and_anything_else_stays() {
     // A hard break is the author's choice.
     assert_eq!(paragraph_text("第一行\\\n第二行\n"), "第一行↵第二行");
 }
+
+/// Redteam-3 D10: an id two headings claim, or that a heading shares with a code line's `L8`,
+/// is an error at the later place naming the earlier one.
+#[test]
+fn duplicate_ids_on_a_page_are_errors_naming_both_places() {
+    let (_, _, diags) = parsed(
+        "## Intro {#L8}\n\n```rust,experiment\nlab.value(\"a\", 0.5);\n```\n\n\
+         ## Same {#x}\n\n## Same {#x}\n\n## y\n\n## Other {#y}\n",
+    );
+    let messages: Vec<String> = diags
+        .iter()
+        .filter(|d| d.is_error())
+        .map(|d| {
+            format!(
+                "{}: {} / {:?}",
+                d.location.as_ref().unwrap(),
+                d.message,
+                d.notes
+            )
+        })
+        .collect();
+    assert_eq!(messages.len(), 3, "{messages:#?}");
+    assert!(
+        messages[0].starts_with("content/01-t.md:5:1: the heading's id `L8`"),
+        "{messages:#?}"
+    );
+    assert!(
+        messages[1].starts_with("content/01-t.md:13:1: duplicate id `x`"),
+        "{messages:#?}"
+    );
+    assert!(messages[1].contains("the heading at content/01-t.md:11:1 already has it"));
+    assert!(
+        messages[2].starts_with("content/01-t.md:17:1: duplicate id `y`"),
+        "{messages:#?}"
+    );
+    // Derived ids that meet are numbered, as before: not an error.
+    let (_, doc, diags) = parsed("## Same\n\n## Same\n");
+    assert!(diags.iter().all(|d| !d.is_error()), "{diags:?}");
+    assert_eq!(doc.headings[1].id, "same-1");
+}

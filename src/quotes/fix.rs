@@ -7,7 +7,10 @@ use std::ops::Range;
 use std::path::Path;
 
 use super::Binding;
+use crate::content::Chapter;
+use crate::diagnostic::Diagnostic;
 use crate::markdown::quote::{self as syntax, QuoteSyntax};
+use crate::markdown::{Doc, PinnedOutput};
 
 /// One replacement in a file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,6 +37,179 @@ pub fn quote_edit(quote: &QuoteSyntax, binding: &Binding) -> Option<Edit> {
         span: quote.number.span.clone(),
         text: binding.formatted.clone(),
     })
+}
+
+/// The edit `--fix` makes for a pinned output that drifted: the lines inside the fences become
+/// the rerun's, each written with the block's container prefix (`> ` in a blockquote, the
+/// indentation in a list item; a blank line without trailing spaces) and the file's line end,
+/// the last line ended too so the closing fence stays on a line of its own.
+pub fn output_edit(pinned: &PinnedOutput, fresh: &str, crlf: bool) -> Edit {
+    let eol = if crlf { "\r\n" } else { "\n" };
+    let mut text = String::new();
+    for line in fresh.lines() {
+        if line.is_empty() {
+            text.push_str(pinned.prefix.trim_end());
+        } else {
+            text.push_str(&pinned.prefix);
+            text.push_str(line);
+        }
+        text.push_str(eol);
+    }
+    Edit {
+        span: pinned.text_span.clone(),
+        text,
+    }
+}
+
+/// What a pinned output reads as once [`output_edit`] wrote `fresh` into it.
+pub fn output_as_written(fresh: &str) -> String {
+    fresh.lines().map(|l| format!("{l}\n")).collect()
+}
+
+/// A chapter rewritten by `--fix`, checked by parsing it again.
+#[derive(Debug)]
+pub struct Checked {
+    /// The text to write.
+    pub text: String,
+    /// What was done besides the edits, for the report.
+    pub notes: Vec<String>,
+}
+
+/// Checks that `text`, the chapter `old` (parsed as `doc`) with `--fix`'s edits applied, reads
+/// as intended when parsed again: the same experiment blocks, quotes and headings; the pinned
+/// output of block `i` reading `outputs[i]` where given and as before elsewhere. A heading whose
+/// anchor the edits changed (a quoted number in its text) is given its old id explicitly
+/// (`{#old-id}`), so links to it keep working. Anything else is refused with an error at its
+/// place: the file is then not written, which is never worse than a corrupted one.
+pub fn check_rewrite(
+    old: &Chapter,
+    doc: &Doc,
+    mut text: String,
+    outputs: &[(usize, String)],
+) -> Result<Checked, Vec<Diagnostic>> {
+    let mut notes = Vec::new();
+    for round in 0..2 {
+        let new_doc = reparse(old, &text)?;
+        check_blocks(old, doc, &new_doc, outputs)?;
+        let moved: Vec<usize> = (0..doc.headings.len())
+            .filter(|&i| doc.headings[i].id != new_doc.headings[i].id)
+            .collect();
+        if moved.is_empty() {
+            return Ok(Checked { text, notes });
+        }
+        if round == 1 {
+            return Err(moved
+                .iter()
+                .map(|&i| moved_anchor(old, doc, &new_doc, i))
+                .collect());
+        }
+        let edits: Vec<Edit> = moved
+            .iter()
+            .map(|&i| {
+                let at = heading_line_end(&text, new_doc.headings[i].span.clone());
+                let heading = &doc.headings[i];
+                notes.push(format!(
+                    "{}: the heading's anchor stays #{}: --fix gave it that id explicitly, as \
+                     its text changed",
+                    old.location(heading.span.clone()),
+                    heading.id
+                ));
+                Edit {
+                    span: at..at,
+                    text: format!(" {{#{}}}", heading.id),
+                }
+            })
+            .collect();
+        text = apply(&text, &edits);
+    }
+    Ok(Checked { text, notes })
+}
+
+fn reparse(old: &Chapter, text: &str) -> Result<Doc, Vec<Diagnostic>> {
+    let refused = |what: &str| {
+        vec![
+            Diagnostic::error(format!(
+                "--fix would break {}: {what}; the file was not rewritten",
+                old.path.display()
+            ))
+            .with_help("fix the drifted places by hand, then run `attnbook verify` again"),
+        ]
+    };
+    let chapter = Chapter::parse(&old.path, text.to_string())
+        .map_err(|_| refused("its front matter would no longer parse"))?;
+    Ok(crate::markdown::parse(&chapter).0)
+}
+
+/// The blocks, quotes and headings are the ones there were, each pinned output as intended.
+fn check_blocks(
+    old: &Chapter,
+    doc: &Doc,
+    new_doc: &Doc,
+    outputs: &[(usize, String)],
+) -> Result<(), Vec<Diagnostic>> {
+    let same_shape = doc.experiments.len() == new_doc.experiments.len()
+        && doc.quotes.len() == new_doc.quotes.len()
+        && doc.headings.len() == new_doc.headings.len();
+    let mut problems = Vec::new();
+    for (exp, new_exp) in doc.experiments.iter().zip(&new_doc.experiments) {
+        let Some(pinned) = &exp.pinned else { continue };
+        let expected = outputs
+            .iter()
+            .find(|(i, _)| *i == exp.index)
+            .map_or(pinned.text.as_str(), |(_, text)| text.as_str());
+        if new_exp.pinned.as_ref().map(|p| p.text.as_str()) != Some(expected) {
+            problems.push(
+                Diagnostic::error(
+                    "--fix cannot rewrite this pinned output in place: written back, it would \
+                     not read as the rerun (its container's line prefixes are not ones --fix \
+                     can repeat); the file was not rewritten",
+                )
+                .at(old.location(pinned.text_span.clone()))
+                .with_help(
+                    "paste the rerun output into the block by hand, or move the block out of \
+                     its blockquote or list item",
+                ),
+            );
+        }
+    }
+    if !same_shape && problems.is_empty() {
+        problems.push(
+            Diagnostic::error(format!(
+                "--fix would change the structure of {} (its experiment blocks, quotes or \
+                 headings); the file was not rewritten",
+                old.path.display()
+            ))
+            .with_help("fix the drifted places by hand, then run `attnbook verify` again"),
+        );
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems)
+    }
+}
+
+/// Where an attribute block goes on a heading: the end of its first line, before trailing
+/// blanks and the line end.
+fn heading_line_end(text: &str, span: Range<usize>) -> usize {
+    let span = span.start.min(text.len())..span.end.min(text.len());
+    let line = &text[span.clone()];
+    let end = span.start + line.find('\n').unwrap_or(line.len());
+    span.start + text[span.start..end].trim_end().len()
+}
+
+fn moved_anchor(old: &Chapter, doc: &Doc, new_doc: &Doc, i: usize) -> Diagnostic {
+    Diagnostic::error(format!(
+        "--fix would move this heading's anchor from #{} to #{}, and links to it would break; \
+         the file was not rewritten",
+        doc.headings[i].id, new_doc.headings[i].id
+    ))
+    .at(old.location(doc.headings[i].span.clone()))
+    .with_help(format!(
+        "give the heading an explicit id (`{{#{}}}` at the end of its line), then run \
+         `attnbook verify --fix` again",
+        doc.headings[i].id
+    ))
 }
 
 /// Applies non-overlapping edits to `source`.
@@ -148,6 +324,40 @@ mod tests {
             quote_edit(&bound, &super::super::bind_one(&bound, f64::MAX)),
             None
         );
+    }
+
+    fn chapter(source: &str) -> (Chapter, Doc) {
+        let chapter = Chapter::parse(Path::new("content/01-t.md"), source.to_string()).unwrap();
+        let doc = crate::markdown::parse(&chapter).0;
+        (chapter, doc)
+    }
+
+    /// The safety net of `--fix`: a rewrite that would not read back as intended (here an
+    /// output whose lines lost their `> `, as D2 of redteam-3 had it) is refused at the block.
+    #[test]
+    fn a_rewrite_that_does_not_read_back_is_refused() {
+        let source = "+++\ntitle = \"T\"\nnumber = 1\n+++\n> ```rust,experiment\n> \
+                      println!(\"a\\nb\");\n> ```\n>\n> ```output\n> x\n> ```\n";
+        let (old, doc) = chapter(source);
+        let pinned = doc.experiments[0].pinned.clone().unwrap();
+        assert_eq!(pinned.prefix, "> ");
+        let broken = Edit {
+            span: pinned.text_span.clone(),
+            text: "a\nb\n".into(),
+        };
+        let outputs = [(0, output_as_written("a\nb"))];
+        let errors = check_rewrite(&old, &doc, apply(source, &[broken]), &outputs).unwrap_err();
+        assert!(
+            errors[0]
+                .message
+                .contains("cannot rewrite this pinned output in place")
+                || errors[0].message.contains("structure"),
+            "{errors:?}"
+        );
+        let good = output_edit(&pinned, "a\nb", false);
+        assert_eq!(good.text, "> a\n> b\n");
+        let checked = check_rewrite(&old, &doc, apply(source, &[good]), &outputs).unwrap();
+        assert!(checked.text.ends_with("> ```output\n> a\n> b\n> ```\n"));
     }
 
     #[cfg(unix)]

@@ -195,6 +195,8 @@ pub(super) fn write_site(
                 .with_help("check that the output directory's parent exists and is writable"),
         ]
     };
+    // Whatever the input, nothing is written outside `out`, and no file is written twice.
+    super::output::check_paths(&files)?;
     let parent = out
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -308,6 +310,77 @@ mod tests {
             .collect();
         names.sort();
         names
+    }
+
+    /// However a path reached the list of outputs, one that is absolute or climbs out with
+    /// `..` is refused before anything is staged, and so is a path given twice.
+    #[test]
+    fn no_output_path_leaves_the_output_directory() {
+        let parent = tempfile::tempdir().unwrap();
+        let out = parent.path().join("site/public");
+        let escape = parent.path().join("escaped.html");
+        for bad in [
+            "../../escaped.html",
+            "a/../../../escaped.html",
+            escape.to_str().unwrap(),
+            "",
+            ".",
+            "./index.html",
+        ] {
+            let files = vec![
+                (PathBuf::from("index.html"), b"index".to_vec()),
+                (PathBuf::from(bad), b"bad".to_vec()),
+            ];
+            let result = write_site(&out, None, files, &mut super::super::Timings::new());
+            let errors = result.expect_err(bad);
+            assert!(errors[0].message.contains("outside"), "{bad}: {errors:?}");
+            assert!(!escape.exists(), "{bad} was written");
+            assert!(!out.exists(), "{bad}: nothing is staged");
+        }
+        let twice = vec![
+            (PathBuf::from("tags/index.html"), b"chapter".to_vec()),
+            (PathBuf::from("tags/index.html"), b"tags".to_vec()),
+        ];
+        let errors = write_site(&out, None, twice, &mut super::super::Timings::new())
+            .expect_err("a path given twice");
+        assert!(errors[0].message.contains("twice"), "{errors:?}");
+    }
+
+    /// Every top-level name the site writes is one no chapter slug can take, so a chapter's
+    /// `SLUG/index.html` never replaces (or is replaced by) a page of the site's own.
+    #[test]
+    fn no_slug_can_name_a_top_level_output_of_the_site() {
+        let mut paths: Vec<String> = DEFAULT_STATIC
+            .entries()
+            .iter()
+            .map(|e| e.path().display().to_string())
+            .collect();
+        paths.extend(
+            [
+                render::verification::PAGE_PATH,
+                render::print::PATH,
+                render::search::INDEX_PATH,
+                "index.html",
+                "tags/index.html",
+                "categories/x/index.html",
+                "404.html",
+                "atom.xml",
+                "sitemap.xml",
+                "robots.txt",
+                "highlight.css",
+                ".nojekyll",
+                super::super::output::MARKER,
+            ]
+            .map(String::from),
+        );
+        for path in paths {
+            let top = Path::new(&path).components().next().unwrap();
+            let top = top.as_os_str().to_str().unwrap();
+            assert!(
+                crate::content::slug::problem(top).is_some(),
+                "a chapter could take the slug `{top}` ({path})"
+            );
+        }
     }
 
     #[test]

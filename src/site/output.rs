@@ -99,6 +99,37 @@ fn made_by_attnbook(dir: &Path) -> bool {
     dir.join(MARKER).is_file() || LEGACY_FILES.iter().all(|f| dir.join(f).is_file())
 }
 
+/// Refuses a list of output files with a path that is not plainly inside the output directory
+/// (absolute, empty, or with a `.` or `..` component) or that is given twice. Every path comes
+/// from the site's own code, but names in it come from the input (slugs, tags, static files):
+/// this is the last check before anything is written, whatever an earlier one missed.
+pub(crate) fn check_paths(files: &[(PathBuf, Vec<u8>)]) -> Result<(), Vec<Diagnostic>> {
+    let mut seen = std::collections::HashSet::new();
+    let mut problems = Vec::new();
+    for (rel, _) in files {
+        let plain = !rel.as_os_str().is_empty()
+            && rel.components().all(|c| matches!(c, Component::Normal(_)));
+        if !plain {
+            problems.push(Diagnostic::error(format!(
+                "refusing to write `{}`: the path would be outside the output directory",
+                rel.display()
+            )));
+        } else if !seen.insert(rel) {
+            problems.push(
+                Diagnostic::error(format!(
+                    "refusing to write `{}` twice: two outputs of the site have the same path",
+                    rel.display()
+                ))
+                .with_help("rename the chapter or the file of static/ that takes this path"),
+            );
+        }
+    }
+    if problems.is_empty() {
+        return Ok(());
+    }
+    Err(problems)
+}
+
 fn refusal(out: &Path, reason: &str) -> Diagnostic {
     Diagnostic::error(format!(
         "refusing to use {} as the output directory: {reason}",

@@ -11,18 +11,19 @@ pub fn new_chapter(plan: &super::NewPlan) -> Outcome {
         root: plan.root.clone(),
         ..Outcome::default()
     };
-    let valid = !plan.slug.is_empty()
-        && plan
-            .slug
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-        && !plan.slug.starts_with('-')
-        && !plan.slug.ends_with('-');
-    if !valid {
+    if let Some(why) = content::slug::problem(&plan.slug) {
         out.diagnostics.push(
-            Diagnostic::error(format!("`{}` is not a valid slug", plan.slug)).with_help(
-                "use lowercase ASCII letters, digits and `-`, e.g. `attention-variants`",
-            ),
+            Diagnostic::error(format!("`{}` is not a valid slug: {why}", plan.slug))
+                .with_help(content::slug::RULE),
+        );
+        return out;
+    }
+    if let Some(c) = plan.title.chars().find(|c| c.is_control()) {
+        out.diagnostics.push(
+            Diagnostic::error(format!(
+                "the title holds the control character {c:?}, which a title cannot show"
+            ))
+            .with_help("give the title on one line, without control characters"),
         );
         return out;
     }
@@ -90,11 +91,13 @@ fn write_new(path: &std::path::Path, text: &str) -> Result<(), Diagnostic> {
 /// 练习 with a folded answer whose number is bound too, and where the references come from.
 /// The seed is the date, as the series' chapters have it.
 fn new_chapter_text(title: &str, number: u32, date: &str) -> String {
-    let title = title.replace('\\', "\\\\").replace('"', "\\\"");
+    // A TOML basic string, as `toml` writes it (the title has no control characters: `new`
+    // refused them).
+    let title = toml::Value::String(title.to_string()).to_string();
     let seed = date.replace('-', "");
     format!(
         r#"+++
-title = "{title}"
+title = {title}
 number = {number}
 date = {date}
 tags = []
@@ -107,7 +110,7 @@ seed = {seed}
 
 ## 正文 {{#body}}
 
-一节只讲一个想法。公式写出形状，例如 $e_j = s^	op h_j$，其中 $s, h_j \in \mathbb{{R}}^d$。每个实验之前先说它要展示什么：
+一节只讲一个想法。公式写出形状，例如 $e_j = s^\top h_j$，其中 $s, h_j \in \mathbb{{R}}^d$。每个实验之前先说它要展示什么：
 
 ```rust,experiment
 let w = softmax(&array![1.0, 2.0, 3.0]);
@@ -135,4 +138,22 @@ lab.value("w.max", w[2]);
 <!-- 参考文献：正文里写 [@key]（键来自 content/references.yaml），构建时自动在文末列出。 -->
 "#
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The scaffold's front matter parses whatever printable title it is given (quotes and
+    /// backslashes included), and its formula is `\top`, not a TAB followed by `op`.
+    #[test]
+    fn the_scaffold_is_valid_front_matter_and_valid_math() {
+        let title = r#"引号 " 与 \ 反斜杠 'x'"#;
+        let text = new_chapter_text(title, 3, "2026-04-25");
+        let chapter = content::Chapter::parse(std::path::Path::new("content/03-x.md"), text)
+            .unwrap_or_else(|d| panic!("{d:?}"));
+        assert_eq!(chapter.front.title, title);
+        assert!(chapter.source.contains(r"$e_j = s^\top h_j$"));
+        assert!(!chapter.source.contains('\t'), "no TAB in the scaffold");
+    }
 }

@@ -135,6 +135,9 @@ struct Failure {
     rule: String,
     #[serde(skip)]
     remedy: Remedy,
+    /// For a pinned output: its block and what it reads as once `--fix` wrote the rerun.
+    #[serde(skip)]
+    output: Option<(usize, String)>,
     #[serde(skip_serializing_if = "Option::is_none")]
     diff: Option<String>,
 }
@@ -172,21 +175,14 @@ impl Remedy {
     /// `fence` is the block's opening line as the file has it: the text is written with its
     /// line end (CRLF in a CRLF file) and must not close it. A text that does not end a line
     /// gets one, or the closing fence would join its last line.
-    fn for_output(pinned: &str, span: Range<usize>, fresh: &str, fence: &str) -> Remedy {
-        if output::non_finite_count(fresh) > output::non_finite_count(pinned) {
+    fn for_output(pinned: &crate::markdown::PinnedOutput, fresh: &str, fence: &str) -> Remedy {
+        if output::non_finite_count(fresh) > output::non_finite_count(&pinned.text) {
             return Remedy::NotFinite;
         }
         if closes_fence(fence, fresh) {
             return Remedy::ClosesFence;
         }
-        let mut text = fresh.to_string();
-        if !text.is_empty() && !text.ends_with('\n') {
-            text.push('\n');
-        }
-        if fence.ends_with("\r\n") {
-            text = text.replace("\r\n", "\n").replace('\n', "\r\n");
-        }
-        Remedy::Rewrite(fix::Edit { span, text })
+        Remedy::Rewrite(fix::output_edit(pinned, fresh, fence.ends_with("\r\n")))
     }
 }
 
@@ -231,6 +227,7 @@ impl VerifyReport {
                 rerun: binding.rerun.map(quotes::rerun_text).unwrap_or_default(),
                 rule: binding.rule.clone(),
                 remedy: Remedy::for_quote(quote, binding),
+                output: None,
                 diff: None,
             });
         }
@@ -250,6 +247,7 @@ impl VerifyReport {
                 rerun: verdict.values_text(),
                 rule: verdict.rule.clone(),
                 remedy: Remedy::Claim,
+                output: None,
                 diff: None,
             });
         }
@@ -279,11 +277,11 @@ impl VerifyReport {
                 rerun: fresh.to_string(),
                 rule: "pinned output".into(),
                 remedy: Remedy::for_output(
-                    &pinned.text,
-                    pinned.text_span.clone(),
+                    pinned,
                     fresh,
                     &chapter.source[pinned.span.start..pinned.text_span.start],
                 ),
+                output: Some((exp.index, fix::output_as_written(fresh))),
                 diff: Some(output::diff(&pinned.text, fresh)),
             });
         }
@@ -374,16 +372,23 @@ impl VerifyReport {
             if edits.is_empty() {
                 continue;
             }
-            match rewrite(series, chapter, &edits) {
-                Ok(()) => {
+            let outputs: Vec<(usize, String)> = self
+                .failures
+                .iter()
+                .filter(|f| f.path == chapter.path && matches!(f.remedy, Remedy::Rewrite(_)))
+                .filter_map(|f| f.output.clone())
+                .collect();
+            match rewrite(series, chapter, &edits, &outputs) {
+                Ok(notes) => {
                     out.wrote_sources = true;
                     out.report.push(format!(
                         "fixed {} place(s) in {}",
                         edits.len(),
                         chapter.path.display()
                     ));
+                    out.report.extend(notes);
                 }
-                Err(d) => out.diagnostics.push(d),
+                Err(d) => out.diagnostics.extend(d),
             }
         }
         let bounds = self.count(|r| matches!(r, Remedy::Refresh(_)));
@@ -442,30 +447,55 @@ impl Failure {
     }
 }
 
-/// Applies `edits` to one chapter, unless its file changed since the run read it.
-fn rewrite(series: &Series<Bound>, chapter: &Bound, edits: &[fix::Edit]) -> Result<(), Diagnostic> {
+/// Applies `edits` to one chapter, unless its file changed since the run read it or the
+/// rewritten text would not read back as intended (`outputs`: what each rewritten pinned output
+/// must read). Returns what was done besides the edits.
+fn rewrite(
+    series: &Series<Bound>,
+    chapter: &Bound,
+    edits: &[fix::Edit],
+    outputs: &[(usize, String)],
+) -> Result<Vec<String>, Vec<Diagnostic>> {
     let text = fix::apply(&chapter.source, edits);
+    let checked = fix::check_rewrite(chapter.as_ref(), &chapter.doc, text, outputs)?;
     let path = chapter.path.display();
-    fix::replace_if_unchanged(&series.root.join(&chapter.path), &chapter.source, &text).map_err(
-        |e| match e {
+    fix::replace_if_unchanged(
+        &series.root.join(&chapter.path),
+        &chapter.source,
+        &checked.text,
+    )
+    .map(|()| checked.notes)
+    .map_err(|e| {
+        vec![match e {
             fix::WriteError::Changed => Diagnostic::error(format!(
                 "{path} was edited while `verify --fix` ran: it was not rewritten, the edit is kept"
             ))
             .with_help("run `attnbook verify --fix` again to check the edited chapter"),
             fix::WriteError::Io(e) => Diagnostic::error(format!("cannot write {path}: {e}")),
-        },
-    )
+        }]
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// A pinned output at the top level holding `text`.
+    fn pinned(text: &str) -> crate::markdown::PinnedOutput {
+        crate::markdown::PinnedOutput {
+            text: text.to_string(),
+            text_span: 0..text.len(),
+            prefix: String::new(),
+            span: 0..text.len(),
+            line: 1,
+        }
+    }
+
     #[test]
     fn an_output_is_fixed_unless_the_rerun_adds_a_non_finite_number() {
-        let fixable = |pinned: &str, fresh: &str| {
+        let fixable = |text: &str, fresh: &str| {
             matches!(
-                Remedy::for_output(pinned, 0..pinned.len(), fresh, "```output\n"),
+                Remedy::for_output(&pinned(text), fresh, "```output\n"),
                 Remedy::Rewrite(_)
             )
         };
@@ -483,7 +513,7 @@ mod tests {
     }
 
     fn written(fresh: &str, fence: &str) -> Option<String> {
-        match Remedy::for_output("old\n", 0..4, fresh, fence) {
+        match Remedy::for_output(&pinned("old\n"), fresh, fence) {
             Remedy::Rewrite(edit) => Some(edit.text),
             _ => None,
         }
