@@ -179,8 +179,9 @@ class Jax:
         return wall, cpu, np.array([float(l) for l in losses]), self.unravel(p)
 
 
-def rust_round(binary, updates):
-    out = subprocess.run([binary, "time", str(updates)], check=True, capture_output=True, text=True)
+def rust_round(binary, extra_env, updates):
+    out = subprocess.run([binary, "time", str(updates)], check=True, capture_output=True, text=True,
+                         env={**os.environ, **extra_env})
     side, n, wall, cpu, fingerprint = out.stdout.strip().split("\t")
     assert side == "rust" and int(n) == updates, out.stdout
     return float(wall), float(cpu), fingerprint
@@ -272,6 +273,7 @@ def main():
         "--also", action="append", default=[], metavar="NAME=BIN",
         help="time another build of bench_train in the same rounds (the crate before a change)",
     )
+    parser.add_argument("--no-mallopt", action="store_true", help="skip the rust-mallopt variant")
     args = parser.parse_args()
 
     env = environment(args.rustc)
@@ -289,9 +291,16 @@ def main():
     for v, side in sides.items():
         print(f"jax ({v}): compile + warm-up {side.warm_up():.1f} s (not timed)")
 
-    others = dict(a.split("=", 1) for a in args.also)
-    rust_bins = {"rust": args.rust_bin, **{f"rust-{k}": v for k, v in others.items()}}
-    names = list(rust_bins) + [f"jax-{v}" for v in JAX_VARIANTS]
+    # (binary, extra environment) per Rust variant. `mallopt`: the same binary with glibc's
+    # heap never trimmed (bench_train calls mallopt when BENCH_TRAIN_MALLOPT is set).
+    rust_runs = {"rust": (args.rust_bin, {})}
+    if not args.no_mallopt:
+        rust_runs["rust-mallopt"] = (args.rust_bin, {"BENCH_TRAIN_MALLOPT": "1"})
+    for extra in args.also:
+        name, binary = extra.split("=", 1)
+        rust_runs[f"rust-{name}"] = (binary, {})
+    jax_names = [f"jax-{v}" for v in JAX_VARIANTS]
+    names = list(rust_runs) + jax_names
     rows = []
     results = {}
     fingerprints = set()
@@ -301,8 +310,8 @@ def main():
         got = {}
         for who in order:
             print(f"round {r + 1}/{args.rounds}: {who}", file=sys.stderr, flush=True)
-            if who in rust_bins:
-                wall, cpu, fp = rust_round(rust_bins[who], args.updates)
+            if who in rust_runs:
+                wall, cpu, fp = rust_round(*rust_runs[who], args.updates)
                 fingerprints.add(fp)
             else:
                 wall, cpu, losses, params = sides[who[4:]].train()
@@ -312,33 +321,38 @@ def main():
                     assert np.array_equal(losses, results[who][0]), f"{who} not deterministic"
             got[who] = (wall, cpu)
         rows.append(got)
-    # Every Rust build must train to the same losses, bit for bit.
+    # Every Rust variant must train to the same losses, bit for bit.
     assert len(fingerprints) == 1, f"Rust trainings differ: {fingerprints}"
     print(f"load average after: {load()}")
 
     n = args.updates
     print()
-    print(f"{n} updates per round, {args.rounds} rounds, one core, f64; updates/s by wall clock")
-    print("(CPU time in brackets: the thread's for Rust, the process's for JAX), and Rust/JAX:")
-    head = ["round"] + names + [f"rust/{w}" for w in names[1:]]
-    print("| " + " | ".join(head) + " |")
-    print("|" + "|".join(" ---: " for _ in head) + "|")
-    cols = []
+    print(f"{n} updates per round, {args.rounds} rounds, one core, f64. Updates/s by wall clock,")
+    print("CPU time in brackets (the thread's for Rust, the process's for JAX):")
+    print("| round | " + " | ".join(names) + " |")
+    print("| ---: |" + "|".join(" ---: " for _ in names) + "|")
     for i, g in enumerate(rows):
-        wall = [n / g[w][0] for w in names]
-        cpu = [n / g[w][1] for w in names]
-        ratios = [wall[0] / x for x in wall[1:]]
-        cpu_ratios = [cpu[0] / x for x in cpu[1:]]
-        cols.append(wall + cpu + ratios + cpu_ratios)
-        print(f"| {i + 1} | " + " | ".join(
-            [f"{w:.1f} ({c:.1f})" for w, c in zip(wall, cpu)]
-            + [f"{r:.2f}x ({c:.2f}x)" for r, c in zip(ratios, cpu_ratios)]) + " |")
-    med = [statistics.median(c) for c in zip(*cols)]
-    k = len(names)
-    print("| median | " + " | ".join(
-        [f"{med[i]:.1f} ({med[k + i]:.1f})" for i in range(k)]
-        + [f"{med[2 * k + i]:.2f}x ({med[3 * k - 1 + i]:.2f}x)" for i in range(k - 1)]) + " |")
-    print("(medians per column; the ratio columns are medians of the per-round ratios)")
+        cells = [f"{n / g[w][0]:.1f} ({n / g[w][1]:.1f})" for w in names]
+        print(f"| {i + 1} | " + " | ".join(cells) + " |")
+    med = {w: (statistics.median(n / g[w][0] for g in rows),
+               statistics.median(n / g[w][1] for g in rows)) for w in names}
+    print("| median | " + " | ".join(f"{med[w][0]:.1f} ({med[w][1]:.1f})" for w in names) + " |")
+    print()
+    print("Ratios, median over rounds of the per-round ratio (> 1: the row is faster), wall (CPU):")
+    print("| | " + " | ".join(names[1:]) + " |")
+    print("| --- |" + "|".join(" ---: " for _ in names[1:]) + "|")
+    ratios = {}
+    for x in rust_runs:
+        cells = []
+        for y in names[1:]:
+            if y == x or (y in rust_runs and list(rust_runs).index(y) < list(rust_runs).index(x)):
+                cells.append("")
+                continue
+            rw = statistics.median(g[y][0] / g[x][0] for g in rows)
+            rc = statistics.median(g[y][1] / g[x][1] for g in rows)
+            ratios[f"{x}/{y}"] = (rw, rc)
+            cells.append(f"{rw:.2f}x ({rc:.2f}x)")
+        print(f"| {x} | " + " | ".join(cells) + " |")
     print()
     agree = {}
     for who, (losses, params) in results.items():
@@ -348,8 +362,8 @@ def main():
         print()
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"environment": env, "updates": n, "rounds": rows, "agreement": agree}, f,
-                      indent=1)
+            json.dump({"environment": env, "updates": n, "rounds": rows, "medians": med,
+                       "ratios": ratios, "agreement": agree}, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -22,11 +22,13 @@
 //! - `time` warms up (20 updates on a copy), then times `UPDATES` updates from the initial
 //!   parameters over the same batches and prints one line: `rust<TAB>updates<TAB>wall
 //!   seconds<TAB>thread CPU seconds<TAB>fingerprint of the losses`. Drawing the batches is
-//!   not timed (the JAX side gets them ready-made too).
+//!   not timed (the JAX side gets them ready-made too). With `BENCH_TRAIN_MALLOPT` set, glibc's
+//!   heap is first told never to shrink (`keep_the_heap`), to measure what its page faults
+//!   cost.
 //! - `fingerprint` trains 40 updates of chapter 8's model with every position scheme and
-//!   1, 2 and 4 key/value heads and prints a hash of the losses and of the trained
-//!   parameters' bits: a change to `src/train` that should not change any result must leave
-//!   every line the same.
+//!   1, 2 and 4 key/value heads, and 30 of a model of chapter 9's sizes per scheme, and prints
+//!   a hash of the losses and of the trained parameters' bits (and of a greedy decoding): a
+//!   change to `src/train` that should not change any result must leave every line the same.
 
 use std::fmt::Write as _;
 use std::time::Instant;
@@ -128,6 +130,9 @@ fn main() {
 }
 
 fn time(updates: usize) {
+    if std::env::var_os("BENCH_TRAIN_MALLOPT").is_some_and(|v| !v.is_empty()) {
+        keep_the_heap();
+    }
     let Setup { model, batches, .. } = setup(config(Positions::Sinusoidal, 4), updates);
     let mut warm = model.clone();
     train(&mut warm, &batches[..WARMUP.min(updates)]);
@@ -300,6 +305,25 @@ fn fingerprint() {
                 h.0
             );
         }
+        // Chapter 9's sizes: d_model 16, 2 heads, d_ff 32, longer sequences (up to 24 x 12
+        // rows, beyond one 256-deep block of the weight gradients' sum).
+        let mut rng = StdRng::seed_from_u64(SEED + 9);
+        let task = Reversal::new(8, 4, 12, 100, &mut rng);
+        let cfg = ModelConfig {
+            d_model: 16,
+            heads: 2,
+            kv_heads: 2,
+            d_ff: 32,
+            max_len: 12,
+            ..config(positions, 4)
+        };
+        let mut model = TinyTransformer::new(cfg, &mut rng);
+        let batches: Vec<Batch> = (0..30).map(|_| task.batch(24, &mut rng)).collect();
+        let losses = train(&mut model, &batches);
+        let mut h = Fnv::default();
+        losses.iter().for_each(|l| h.f64(*l));
+        model.params().iter().flatten().for_each(|v| h.f64(*v));
+        println!("{positions:?} d_model 16: hash {:016x}", h.0);
     }
 }
 
@@ -317,6 +341,24 @@ impl Fnv {
         for b in x.to_bits().to_le_bytes() {
             self.0 = (self.0 ^ b as u64).wrapping_mul(0x0100_0000_01b3);
         }
+    }
+}
+
+/// glibc malloc tuned so that the heap is never given back to the system: no trimming of its
+/// top (by default when more than 128 KiB are free there, a threshold glibc raises to twice the
+/// largest block it has mmapped so far), nothing mmapped below 32 MiB, and 16 MiB of slack per
+/// growth. The update step's temporaries then reuse the same pages instead of faulting in
+/// fresh zeroed ones every update. The results do not change.
+fn keep_the_heap() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    for (param, value) in [
+        (libc::M_TRIM_THRESHOLD, 256 << 20),
+        (libc::M_MMAP_THRESHOLD, 32 << 20),
+        (libc::M_TOP_PAD, 16 << 20),
+    ] {
+        // SAFETY: mallopt only sets allocator parameters; called before any thread starts.
+        let ok = unsafe { libc::mallopt(param, value) };
+        assert_eq!(ok, 1, "mallopt({param}, {value})");
     }
 }
 
