@@ -293,12 +293,13 @@ def main():
 
     # (binary, extra environment) per Rust variant. `mallopt`: the same binary with glibc's
     # heap never trimmed (bench_train calls mallopt when BENCH_TRAIN_MALLOPT is set).
-    rust_runs = {"rust": (args.rust_bin, {})}
-    if not args.no_mallopt:
-        rust_runs["rust-mallopt"] = (args.rust_bin, {"BENCH_TRAIN_MALLOPT": "1"})
-    for extra in args.also:
-        name, binary = extra.split("=", 1)
-        rust_runs[f"rust-{name}"] = (binary, {})
+    rust_runs = {}
+    for name, binary in [("rust", args.rust_bin)] + [
+        (f"rust-{n}", b) for n, b in (extra.split("=", 1) for extra in args.also)
+    ]:
+        rust_runs[name] = (binary, {})
+        if not args.no_mallopt:
+            rust_runs[f"{name}-mallopt"] = (binary, {"BENCH_TRAIN_MALLOPT": "1"})
     jax_names = [f"jax-{v}" for v in JAX_VARIANTS]
     names = list(rust_runs) + jax_names
     rows = []
