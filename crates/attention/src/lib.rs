@@ -68,6 +68,7 @@ mod linear;
 mod local;
 mod loss;
 mod mask;
+mod matmul;
 mod metrics;
 mod multihead;
 mod positions;

@@ -60,7 +60,7 @@ impl Linear {
     #[track_caller]
     pub fn forward(&self, x: &Array2<f64>) -> Array2<f64> {
         assert_eq!(x.ncols(), self.w.nrows(), "Linear::forward: input width");
-        x.dot(&self.w) + &self.b
+        crate::matmul::dot(x, &self.w) + &self.b
     }
 
     /// Adds `dL/dW = x^T g` and `dL/db = sum of the rows of g` into `grads`; returns
@@ -81,9 +81,9 @@ impl Linear {
             self.w.ncols(),
             "Linear::backward: output width"
         );
-        grads.w += &x.t().dot(grad_y);
+        grads.w += &crate::matmul::dot(&x.t(), grad_y);
         grads.b += &grad_y.sum_axis(Axis(0));
-        grad_y.dot(&self.w.t())
+        crate::matmul::dot(grad_y, &self.w.t())
     }
 }
 
@@ -546,7 +546,7 @@ impl AttentionGrad {
                 let qi = q.slice(s![b * m..(b + 1) * m, i * dh..(i + 1) * dh]);
                 let kg = k.slice(s![b * n..(b + 1) * n, g * dh..(g + 1) * dh]);
                 let vg = v.slice(s![b * n..(b + 1) * n, g * dh..(g + 1) * dh]);
-                let mut scores = qi.dot(&kg.t()) * scale;
+                let mut scores = crate::matmul::dot(&qi, &kg.t()) * scale;
                 if let Some(bias) = pos.and_then(|p| p.score_bias(i, m, n)) {
                     scores += &bias;
                 }
@@ -557,7 +557,7 @@ impl AttentionGrad {
                 };
                 concat
                     .slice_mut(s![b * m..(b + 1) * m, i * dh..(i + 1) * dh])
-                    .assign(&a.dot(&vg));
+                    .assign(&crate::matmul::dot(&a, &vg));
                 weights.push(a);
             }
         }
@@ -622,8 +622,8 @@ impl AttentionGrad {
                 let kg = cache.k.slice(s![rows_k.clone(), cols_k.clone()]);
                 let qi = cache.q.slice(s![rows_q.clone(), cols_q.clone()]);
                 let mut gvg = gv.slice_mut(s![rows_k.clone(), cols_k.clone()]);
-                gvg += &a.t().dot(&go);
-                let ga = go.dot(&vg.t());
+                gvg += &crate::matmul::dot(&a.t(), &go);
+                let ga = crate::matmul::dot(&go, &vg.t());
                 let mut gs = Array2::zeros((m, n));
                 for (r, mut row) in gs.rows_mut().into_iter().enumerate() {
                     row.assign(&softmax_backward(&a.row(r), &ga.row(r)));
@@ -632,9 +632,10 @@ impl AttentionGrad {
                     p.score_bias_backward(i, gs.view(), pg);
                 }
                 gs *= scale;
-                gq.slice_mut(s![rows_q, cols_q]).assign(&gs.dot(&kg));
+                gq.slice_mut(s![rows_q, cols_q])
+                    .assign(&crate::matmul::dot(&gs, &kg));
                 let mut gkg = gk.slice_mut(s![rows_k, cols_k]);
-                gkg += &gs.t().dot(&qi);
+                gkg += &crate::matmul::dot(&gs.t(), &qi);
             }
         }
         if let Some((p, _)) = pos {
