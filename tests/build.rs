@@ -34,7 +34,7 @@ fn a_site_builds_into_complete_pages() {
     assert!(!first[source_only..rows].contains("</div>"), "{first}");
     // The quote shows the rerun value, with the full value and its recording line on hover.
     assert!(
-        first.contains("title=\"实验值 1；原文 1.00；规则：四舍五入到 2 位小数；记录于第 ")
+        first.contains("title=\"实验值 1；原文 1.00；规则：误差不超过 ±1e-12；记录于第 ")
             && first.contains(">1.00</a>"),
         "{first}"
     );
@@ -66,7 +66,7 @@ fn a_page_without_experiments_matches_its_snapshot() {
     // A site without a description has no description meta, rather than an empty one.
     assert!(!page.contains("content=\"\">"), "{page}");
     assert!(
-        page.contains("规则：四舍五入到 1 位小数；记录于 first 第 "),
+        page.contains("规则：误差不超过 ±1e-12；记录于 first 第 "),
         "{page}"
     );
     insta::assert_snapshot!("second_page", page);

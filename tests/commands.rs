@@ -67,7 +67,10 @@ fn check_passes_on_a_clean_site_and_knows_names_and_values_from_the_last_build()
     let run = site.run(&["check"]);
     assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
     let text = site.read("content/01-first.md");
-    site.write("content/01-first.md", &text.replace("{=sum ±1e-12}", "{=summ ±1e-12}"));
+    site.write(
+        "content/01-first.md",
+        &text.replace("{=sum ±1e-12}", "{=summ ±1e-12}"),
+    );
     let run = site.run(&["check"]);
     assert_eq!(run.code, 1);
     assert!(

@@ -18,12 +18,15 @@ fn a_changed_number_fails_and_fix_restores_exactly_that_number() {
     let site = Site::fixture("basic");
     let path = "content/01-first.md";
     let original = site.read(path);
-    site.write(path, &original.replace("[1.00]{=sum ±1e-12}", "[1.50]{=sum ±1e-12}"));
+    site.write(
+        path,
+        &original.replace("[1.00]{=sum ±1e-12}", "[1.50]{=sum ±1e-12}"),
+    );
     let run = site.run(&["verify"]);
     assert_eq!(run.code, 1, "{}", run.stderr);
     assert_eq!(
         run.stdout,
-        "content/01-first.md:40:8  quoted 1.50  rerun 1  (±0.000000000001)\n\
+        "content/01-first.md:40:8  quoted 1.50  rerun 1  (±1e-12)\n\
          3 quotes, 1 outputs checked, 1 drifted\n"
     );
     let fixed = site.run(&["verify", "--fix"]);

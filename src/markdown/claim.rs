@@ -339,7 +339,13 @@ fn opening_bracket(text: &str, close: usize, excluded: &dyn Fn(usize) -> bool) -
     let mut at = close;
     // An escaped `[` is no bracket; if no other opens the claim, the claim is literal text.
     let mut escaped = false;
-    let missing = |escaped: bool| if escaped { Opening::Escaped } else { Opening::Missing };
+    let missing = |escaped: bool| {
+        if escaped {
+            Opening::Escaped
+        } else {
+            Opening::Missing
+        }
+    };
     while at > 0 {
         at -= 1;
         match bytes[at] {
@@ -751,7 +757,10 @@ mod tests {
         assert_eq!(claims[0].open, 0..1);
         // With no other `[`, the escaped one makes the claim literal text, not an error.
         let (claims, errors) = scan("x \\[a]{? x > 1}", 0, &[3..4]);
-        assert!(claims.is_empty() && errors.is_empty(), "{claims:?} {errors:?}");
+        assert!(
+            claims.is_empty() && errors.is_empty(),
+            "{claims:?} {errors:?}"
+        );
         let (claims, errors) = scan("`[a]{? x > 1}`", 0, &[0..14]);
         assert!(claims.is_empty() && errors.is_empty());
         let (_, errors) = scan("[a]{? x >", 0, &[]);

@@ -601,16 +601,26 @@ pub fn within(tolerance: Tolerance, quoted: &QuotedNumber, rerun: f64) -> bool {
     }
 }
 
+/// A tolerance's number as an author writes it: `0.01`, `10`, and `1e-12` rather than
+/// `0.000000000001`.
+fn tol(x: f64) -> String {
+    if x != 0.0 && (x.abs() < 1e-4 || x.abs() >= 1e15) {
+        format!("{x:e}")
+    } else {
+        format!("{x}")
+    }
+}
+
 /// The rule in words, for reports (`verify`, build warnings), which are in English.
 pub fn rule_text(tolerance: Tolerance, quoted: &QuotedNumber) -> String {
     match tolerance {
         Tolerance::Round if quoted.decimals == 1 => "rounding to 1 decimal".to_string(),
         Tolerance::Round => format!("rounding to {} decimals", quoted.decimals),
-        Tolerance::Abs(t) => format!("±{t}"),
+        Tolerance::Abs(t) => format!("±{}", tol(t)),
         Tolerance::Rel(p) => format!("~{p}%"),
-        Tolerance::AtLeast(b) => format!(">={b}"),
-        Tolerance::AtMost(b) => format!("<={b}"),
-        Tolerance::Band(lo, hi) => format!("in {lo}..{hi}"),
+        Tolerance::AtLeast(b) => format!(">={}", tol(b)),
+        Tolerance::AtMost(b) => format!("<={}", tol(b)),
+        Tolerance::Band(lo, hi) => format!("in {}..{}", tol(lo), tol(hi)),
         Tolerance::Relative => "relative to other values".to_string(),
     }
 }
@@ -621,11 +631,11 @@ pub fn page_rule_text(tolerance: Tolerance, quoted: &QuotedNumber) -> String {
     match tolerance {
         Tolerance::Round if quoted.decimals == 0 => "四舍五入到整数".to_string(),
         Tolerance::Round => format!("四舍五入到 {} 位小数", quoted.decimals),
-        Tolerance::Abs(t) => format!("误差不超过 ±{t}"),
+        Tolerance::Abs(t) => format!("误差不超过 ±{}", tol(t)),
         Tolerance::Rel(p) => format!("相对误差不超过 {p}%"),
-        Tolerance::AtLeast(b) => format!("不小于 {b}"),
-        Tolerance::AtMost(b) => format!("不大于 {b}"),
-        Tolerance::Band(lo, hi) => format!("在 {lo} 到 {hi} 之间（含两端）"),
+        Tolerance::AtLeast(b) => format!("不小于 {}", tol(b)),
+        Tolerance::AtMost(b) => format!("不大于 {}", tol(b)),
+        Tolerance::Band(lo, hi) => format!("在 {} 到 {} 之间（含两端）", tol(lo), tol(hi)),
         Tolerance::Relative => "与其他实验值比较".to_string(),
     }
 }
