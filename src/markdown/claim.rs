@@ -613,6 +613,10 @@ fn name<'a>(input: &mut In<'a>) -> winnow::Result<&'a str> {
 }
 
 #[cfg(test)]
+#[allow(
+    clippy::single_range_in_vec_init,
+    reason = "the excluded byte ranges of a test are often just one"
+)]
 mod tests {
     use super::*;
 

@@ -20,7 +20,7 @@ use crate::markdown::quote::{self as syntax, QuoteSyntax};
 /// A construct recognised on the source before inline parsing, then masked.
 #[derive(Debug, Clone)]
 pub(super) enum Inline {
-    Quote(QuoteSyntax),
+    Quote(Box<QuoteSyntax>),
     Cite(cite::Citation),
     /// The `[` of claim `.1` (an index into the chapter's claims, in source order).
     ClaimOpen(Box<claim::ClaimSyntax>, usize),
@@ -88,7 +88,10 @@ pub(super) fn recognise(chapter: &Chapter) -> (Vec<Inline>, Vec<Diagnostic>) {
             );
         }
     }
-    let mut inlines: Vec<Inline> = quotes.into_iter().map(Inline::Quote).collect();
+    let mut inlines: Vec<Inline> = quotes
+        .into_iter()
+        .map(|q| Inline::Quote(Box::new(q)))
+        .collect();
     for (i, c) in claims.into_iter().enumerate() {
         let c = Box::new(c);
         inlines.push(Inline::ClaimOpen(c.clone(), i));

@@ -493,7 +493,7 @@ impl<'c> Builder<'c> {
             self.plain_text(&text[rest - span.start..at.start - span.start], Some(rest));
             rest = at.end;
             match inline {
-                Inline::Quote(q) => self.quote(q),
+                Inline::Quote(q) => self.quote(*q),
                 Inline::ClaimOpen(c, _) => self.claim_open(*c, at),
                 Inline::ClaimClose(c, _) => self.claim_close(&c, at),
                 Inline::Cite(c) => {
