@@ -53,6 +53,23 @@ impl Location {
         }
     }
 
+    /// [`Location::in_source`] with the line starts of `source` at hand ([`line_starts`]):
+    /// the same line and column, without a pass over the whole text per location.
+    pub fn in_lines(path: &Path, source: &str, starts: &[usize], span: Range<usize>) -> Self {
+        let start = span.start.min(source.len());
+        let line = starts.partition_point(|&s| s <= start).max(1);
+        let line_start = starts.get(line - 1).copied().unwrap_or(0);
+        let line_end = starts.get(line).copied().unwrap_or(source.len());
+        let col = codespan_reporting::files::column_index(source, line_start..line_end, start) + 1;
+        let end = span.end.clamp(start, source.len());
+        Location {
+            path: path.to_path_buf(),
+            span: start..end,
+            line,
+            col,
+        }
+    }
+
     /// A location known only by line and column (no source text at hand).
     pub fn at_line(path: &Path, line: usize, col: usize) -> Self {
         Location {
@@ -62,6 +79,13 @@ impl Location {
             col,
         }
     }
+}
+
+/// Where each line of `source` starts, for [`Location::in_lines`].
+pub fn line_starts(source: &str) -> Vec<usize> {
+    std::iter::once(0)
+        .chain(memchr::memchr_iter(b'\n', source.as_bytes()).map(|i| i + 1))
+        .collect()
 }
 
 impl fmt::Display for Location {
@@ -290,6 +314,21 @@ pub fn did_you_mean(candidates: &[&str]) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_line_index_gives_the_locations_a_scan_gives() {
+        let source = "ab\n注意力 x\n\n\tend\nlast";
+        let starts = line_starts(source);
+        let path = Path::new("c.md");
+        for at in 0..=source.len() + 2 {
+            let span = at..at + 1;
+            assert_eq!(
+                Location::in_lines(path, source, &starts, span.clone()),
+                Location::in_source(path, source, span),
+                "byte {at}"
+            );
+        }
+    }
+
     use super::*;
 
     #[test]

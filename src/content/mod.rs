@@ -35,6 +35,9 @@ pub struct Chapter {
     pub front: FrontMatter,
     /// Byte offset where the Markdown body starts (after the closing `+++`).
     pub body_offset: usize,
+    /// Where each line of `source` starts, so a location costs a binary search, not a pass over
+    /// the file (a chapter reports hundreds: every quote, claim and code line links its line).
+    line_starts: Vec<usize>,
 }
 
 impl Chapter {
@@ -56,6 +59,7 @@ impl Chapter {
         Ok(Chapter {
             path: path.to_path_buf(),
             slug,
+            line_starts: crate::diagnostic::line_starts(&source),
             source,
             front,
             body_offset,
@@ -80,7 +84,7 @@ impl Chapter {
 
     /// A location in this chapter's file.
     pub fn location(&self, span: std::ops::Range<usize>) -> Location {
-        Location::in_source(&self.path, &self.source, span)
+        Location::in_lines(&self.path, &self.source, &self.line_starts, span)
     }
 }
 

@@ -751,7 +751,28 @@ fn tail(text: &str) -> String {
     lines[lines.len().saturating_sub(12)..].join("\n")
 }
 
+/// `rustc -V` asked ahead, on a thread of its own ([`prefetch_toolchain`]).
+static PREFETCHED: std::sync::Mutex<Option<std::thread::JoinHandle<String>>> =
+    std::sync::Mutex::new(None);
+
+/// Starts asking `rustc -V` now, for the experiment stage to find answered: through rustup's
+/// proxy it takes tens of milliseconds, which a no-change build would otherwise wait for after
+/// loading the chapters. Each build asks afresh (a toolchain switched under `serve` is seen).
+pub fn prefetch_toolchain() {
+    let handle = std::thread::spawn(ask_rustc_version);
+    if let Ok(mut slot) = PREFETCHED.lock() {
+        *slot = Some(handle);
+    }
+}
+
 fn rustc_version() -> String {
+    let prefetched = PREFETCHED.lock().ok().and_then(|mut slot| slot.take());
+    prefetched
+        .and_then(|handle| handle.join().ok())
+        .unwrap_or_else(ask_rustc_version)
+}
+
+fn ask_rustc_version() -> String {
     let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
     std::process::Command::new(rustc)
         .arg("-V")

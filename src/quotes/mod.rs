@@ -172,8 +172,16 @@ impl ValueIndex {
                 .join("([^.]+)")
         );
         let regex = regex::Regex::new(&regex).map_err(|e| Diagnostic::error(e.to_string()))?;
+        // Only the names that start with the pattern's literal prefix can match: a range of
+        // the sorted map, not a scan of every value the chapter recorded.
+        let prefix = local.split('*').next().unwrap_or_default();
         let mut found: Vec<Vec<String>> = values
-            .keys()
+            .range::<str, _>((
+                std::ops::Bound::Included(prefix),
+                std::ops::Bound::Unbounded,
+            ))
+            .map(|(name, _)| name)
+            .take_while(|name| name.starts_with(prefix))
             .filter_map(|name| {
                 let caps = regex.captures(name)?;
                 Some(

@@ -126,6 +126,212 @@ pub fn key(parts: &[&[u8]]) -> String {
     hasher.finalize().to_hex().to_string()
 }
 
+/// A content hash built from parts, for keys whose inputs are structured values: each byte part
+/// is length-prefixed and each JSON part is self-delimiting, so no two different lists of parts
+/// share a key.
+pub struct Key(blake3::Hasher);
+
+impl Key {
+    /// A key for one `kind` of result (the kind is part of the hash).
+    pub fn new(kind: &str) -> Self {
+        let mut key = Key(blake3::Hasher::new());
+        key.bytes(kind.as_bytes());
+        key
+    }
+
+    /// Adds raw bytes.
+    pub fn bytes(&mut self, part: &[u8]) -> &mut Self {
+        self.0.update(&(part.len() as u64).to_le_bytes());
+        self.0.update(part);
+        self
+    }
+
+    /// Adds a value as the JSON a template would see of it: what serialises the same renders the
+    /// same. (A value that cannot be serialised cannot reach a template either; it adds a marker.)
+    pub fn json<T: Serialize + ?Sized>(&mut self, value: &T) -> &mut Self {
+        self.0.update(b"{json}");
+        let outer = KEYING.replace(true);
+        let written = serde_json::to_writer(&mut self.0, value);
+        KEYING.set(outer);
+        if written.is_err() {
+            self.0.update(b"{unserialisable}");
+        }
+        self.0.update(b"{/json}");
+        self
+    }
+
+    /// The hex digest.
+    pub fn finish(&self) -> String {
+        self.0.finalize().to_hex().to_string()
+    }
+}
+
+thread_local! {
+    /// Set while a [`Key`] serialises a value: [`Digested`] text then writes its digest.
+    static KEYING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Text too large to hash as JSON on every build (a chapter's body, several hundred
+/// kilobytes): a template gets the text, a [`Key`] the digest of its bytes, computed once.
+#[derive(Debug, Clone, Copy)]
+pub struct Digested<'a> {
+    text: &'a str,
+    digest: &'a str,
+}
+
+impl<'a> Digested<'a> {
+    /// `text` with `digest`, the hash of its bytes ([`digest`]).
+    pub fn new(text: &'a str, digest: &'a str) -> Self {
+        Digested { text, digest }
+    }
+}
+
+impl Serialize for Digested<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        if KEYING.get() {
+            serializer.serialize_str(self.digest)
+        } else {
+            serializer.serialize_str(self.text)
+        }
+    }
+}
+
+/// The digest [`Digested`] text is keyed by.
+pub fn digest(text: &str) -> String {
+    blake3::hash(text.as_bytes()).to_hex().to_string()
+}
+
+/// Large results (whole pages) kept one file per entry in a directory, so a build reads only
+/// the entries it uses: `<dir>/<key>` holds a header with the length of the bytes, then the
+/// bytes; an entry is written to a temporary file and renamed into place, and one whose header
+/// does not match its length (cut short, truncated or grown by hand) is a miss. Safe to use
+/// from several threads; [`Blobs::prune`] removes what this build did not use.
+#[derive(Debug, Default)]
+pub struct Blobs {
+    dir: Option<PathBuf>,
+    used: std::sync::Mutex<BTreeSet<String>>,
+}
+
+impl Blobs {
+    /// The blobs kept in `dir` (created when the first entry is stored).
+    pub fn open(dir: PathBuf) -> Self {
+        Blobs {
+            dir: Some(dir),
+            used: Default::default(),
+        }
+    }
+
+    /// No store: every lookup misses, nothing is written.
+    pub fn off() -> Self {
+        Blobs::default()
+    }
+
+    /// The bytes stored under `key`, or those `make` computes (then stored). An error of `make`
+    /// is passed on and nothing is stored.
+    pub fn get_or_make<E>(
+        &self,
+        key: &str,
+        make: impl FnOnce() -> Result<Vec<u8>, E>,
+    ) -> Result<Vec<u8>, E> {
+        let Some(dir) = &self.dir else {
+            return make();
+        };
+        self.mark(key);
+        let path = dir.join(key);
+        if let Some(bytes) = read_checked(&path) {
+            return Ok(bytes);
+        }
+        let bytes = make()?;
+        write_checked(dir, &path, &bytes);
+        Ok(bytes)
+    }
+
+    fn mark(&self, key: &str) {
+        if let Ok(mut used) = self.used.lock() {
+            used.insert(key.to_string());
+        }
+    }
+
+    /// Removes every stored entry this build did not use, so the directory holds the site as
+    /// it is now and does not grow with every edit.
+    pub fn prune(&self) {
+        let (Some(dir), Ok(used)) = (&self.dir, self.used.lock()) else {
+            return;
+        };
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries.filter_map(Result::ok) {
+            let name = entry.file_name();
+            if !name.to_str().is_some_and(|n| used.contains(n)) {
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
+    }
+}
+
+/// What starts every stored blob, before the length of its bytes.
+const BLOB_MAGIC: &[u8; 8] = b"attnbk1\n";
+
+/// A blob written whole (they are renamed into place, so a cut-short write never shows under
+/// its key) that has its full length; a file that is anything else is a miss. The bytes are
+/// not hashed again: that would cost a no-change build more than a tenth of its budget.
+fn read_checked(path: &Path) -> Option<Vec<u8>> {
+    let mut bytes = std::fs::read(path).ok()?;
+    let header = BLOB_MAGIC.len() + 8;
+    if bytes.len() < header || bytes[..BLOB_MAGIC.len()] != BLOB_MAGIC[..] {
+        return None;
+    }
+    let length = u64::from_le_bytes(bytes[BLOB_MAGIC.len()..header].try_into().ok()?);
+    if length != (bytes.len() - header) as u64 {
+        return None;
+    }
+    bytes.drain(..header);
+    Some(bytes)
+}
+
+fn write_checked(dir: &Path, path: &Path, bytes: &[u8]) {
+    let _ = std::fs::create_dir_all(dir);
+    if let Ok(mut tmp) = tempfile::NamedTempFile::new_in(dir) {
+        let mut header = BLOB_MAGIC.to_vec();
+        header.extend((bytes.len() as u64).to_le_bytes());
+        let written = std::io::Write::write_all(&mut tmp, &header)
+            .and_then(|()| std::io::Write::write_all(&mut tmp, bytes));
+        if written.is_ok() {
+            let _ = tmp.persist(path);
+        }
+    }
+}
+
+/// Which generator binary is running: its version, path, size and modification time. Results
+/// that depend on the generator's code (whole pages) are keyed by it, so a rebuilt or another
+/// binary renders afresh instead of trusting what an older one stored; reading the metadata
+/// costs microseconds, where hashing the binary would cost a no-change build its budget.
+pub fn binary_identity() -> &'static str {
+    static IDENTITY: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+        let exe = std::env::current_exe().ok();
+        let meta = exe.as_ref().and_then(|p| std::fs::metadata(p).ok());
+        let modified = meta
+            .as_ref()
+            .and_then(|m| m.modified().ok())
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map(|d| d.as_nanos());
+        format!(
+            "attnbook {} {:?} {:?} {:?}",
+            env!("CARGO_PKG_VERSION"),
+            exe,
+            meta.map(|m| m.len()),
+            modified
+        )
+    });
+    &IDENTITY
+}
+
+/// Where the page store of the site at `root` lives.
+pub fn pages_dir(root: &Path) -> PathBuf {
+    root.join(".attnbook/cache/render/pages")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -168,6 +374,133 @@ mod tests {
         std::fs::write(&path, "{not json").unwrap();
         let cache: Cache<String> = Cache::load(path);
         assert!(cache.is_empty());
+    }
+
+    #[test]
+    fn a_blob_is_made_once_then_read_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let blobs = Blobs::open(dir.path().join("pages"));
+        let mut made = 0;
+        let mut make = || {
+            made += 1;
+            Ok::<_, ()>(b"<html>page</html>".to_vec())
+        };
+        assert_eq!(
+            blobs.get_or_make("k", &mut make).unwrap(),
+            b"<html>page</html>"
+        );
+        let again = Blobs::open(dir.path().join("pages"));
+        assert_eq!(
+            again.get_or_make("k", &mut make).unwrap(),
+            b"<html>page</html>"
+        );
+        assert_eq!(made, 1, "the second build read the stored page");
+        let failed = again.get_or_make("other", || Err::<Vec<u8>, _>("template error"));
+        assert_eq!(failed, Err("template error"));
+        assert!(
+            !dir.path().join("pages/other").exists(),
+            "a failure is not stored"
+        );
+    }
+
+    #[test]
+    fn a_damaged_blob_is_a_miss() {
+        let dir = tempfile::tempdir().unwrap();
+        let pages = dir.path().join("pages");
+        Blobs::open(pages.clone())
+            .get_or_make("k", || Ok::<_, ()>(b"complete page".to_vec()))
+            .unwrap();
+        // Cut short, grown, replaced by hand, emptied.
+        let stored = std::fs::read(pages.join("k")).unwrap();
+        for damaged in [
+            stored[..stored.len() - 3].to_vec(),
+            [stored.as_slice(), b"more"].concat(),
+            b"page".to_vec(),
+            Vec::new(),
+        ] {
+            std::fs::write(pages.join("k"), damaged).unwrap();
+            let bytes = Blobs::open(pages.clone())
+                .get_or_make("k", || Ok::<_, ()>(b"complete page".to_vec()))
+                .unwrap();
+            assert_eq!(bytes, b"complete page");
+        }
+        assert_eq!(
+            std::fs::read(pages.join("k")).unwrap(),
+            stored,
+            "rewritten whole"
+        );
+    }
+
+    #[test]
+    fn pruning_keeps_only_what_this_build_used() {
+        let dir = tempfile::tempdir().unwrap();
+        let pages = dir.path().join("pages");
+        let first = Blobs::open(pages.clone());
+        for key in ["old", "kept"] {
+            first
+                .get_or_make(key, || Ok::<_, ()>(key.as_bytes().to_vec()))
+                .unwrap();
+        }
+        let second = Blobs::open(pages.clone());
+        second
+            .get_or_make("kept", || Ok::<_, ()>(Vec::new()))
+            .unwrap();
+        second.prune();
+        assert!(pages.join("kept").exists());
+        assert!(!pages.join("old").exists(), "an unused page was kept");
+    }
+
+    #[test]
+    fn without_a_store_every_lookup_computes() {
+        let blobs = Blobs::off();
+        let mut made = 0;
+        for _ in 0..2 {
+            blobs
+                .get_or_make("k", || {
+                    made += 1;
+                    Ok::<_, ()>(Vec::new())
+                })
+                .unwrap();
+        }
+        assert_eq!(made, 2);
+    }
+
+    #[test]
+    fn digested_text_is_whole_for_templates_and_its_digest_in_keys() {
+        let text = "<p>a long body</p>";
+        let digest = digest(text);
+        let view = Digested::new(text, &digest);
+        assert_eq!(serde_json::to_string(&view).unwrap(), format!("{text:?}"));
+        assert_eq!(
+            Key::new("page").json(&view).finish(),
+            Key::new("page").json(&digest).finish()
+        );
+        let other = super::digest("<p>another body</p>");
+        assert_ne!(
+            Key::new("page").json(&view).finish(),
+            Key::new("page").json(&Digested::new(text, &other)).finish()
+        );
+    }
+
+    #[test]
+    fn json_keys_follow_the_value() {
+        let of = |v: serde_json::Value| Key::new("page").json(&v).finish();
+        assert_eq!(
+            of(serde_json::json!({"a": 1})),
+            of(serde_json::json!({"a": 1}))
+        );
+        assert_ne!(
+            of(serde_json::json!({"a": 1})),
+            of(serde_json::json!({"a": 2}))
+        );
+        assert_ne!(
+            Key::new("page").json("ab").json("c").finish(),
+            Key::new("page").json("a").json("bc").finish()
+        );
+        assert_ne!(
+            Key::new("page").json("x").finish(),
+            Key::new("feed").json("x").finish()
+        );
     }
 
     #[test]

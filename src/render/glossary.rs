@@ -5,11 +5,22 @@ use std::fmt::Write as _;
 
 use crate::content::Glossary;
 use crate::render::html::escape;
-use crate::render::math::MathRenderer;
+use crate::render::math::{MathError, MathRenderer};
 
 /// The terms table, then the notation table; symbols through KaTeX. A symbol KaTeX rejects is
 /// shown as its TeX in code, and returned with KaTeX's message (by its index in `notation`).
 pub fn html(glossary: &Glossary, renderer: &MathRenderer) -> (String, Vec<(usize, String)>) {
+    html_with(glossary, |i| {
+        renderer.render(&glossary.notation[i].symbol, false)
+    })
+}
+
+/// [`html`] with the symbols rendered ahead (through the math cache): `symbol(i)` is the
+/// rendering of notation entry `i`.
+pub fn html_with(
+    glossary: &Glossary,
+    mut symbol: impl FnMut(usize) -> Result<String, MathError>,
+) -> (String, Vec<(usize, String)>) {
     let mut rejected = Vec::new();
     let mut out = String::new();
     if !glossary.terms.is_empty() {
@@ -31,7 +42,7 @@ pub fn html(glossary: &Glossary, renderer: &MathRenderer) -> (String, Vec<(usize
     if !glossary.notation.is_empty() {
         out.push_str("<div class=\"table-wrap\"><table class=\"notation\">\n<thead><tr><th>记号</th><th>含义</th></tr></thead>\n<tbody>\n");
         for (i, entry) in glossary.notation.iter().enumerate() {
-            let symbol = renderer.render(&entry.symbol, false).unwrap_or_else(|e| {
+            let symbol = symbol(i).unwrap_or_else(|e| {
                 rejected.push((i, e.message));
                 format!("<code>{}</code>", escape(&entry.symbol))
             });

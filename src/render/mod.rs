@@ -63,6 +63,8 @@ pub struct Page {
     pub bound: Bound,
     /// The rendered body.
     pub html: String,
+    /// The hash of `html`, which keys the pages that include it ([`cache::Digested`]).
+    pub digest: String,
     /// The file name of the chapter's take-home experiments, beside its page, when offered.
     pub take_home: Option<String>,
 }
@@ -98,8 +100,107 @@ impl AsRef<Bound> for Page {
     }
 }
 
+/// The site's templates, and the pages they rendered before: a page whose template and
+/// context are those of a page rendered by an earlier build is read back from the store, not
+/// rendered again (a no-change build renders nothing). The key is the hash of every template's
+/// name and text (templates include one another, so any edit renders every page again), the
+/// page's template name and the JSON of its context, exactly what Tera sees.
+pub struct Templates {
+    tera: Tera,
+    fingerprint: String,
+    store: cache::Blobs,
+}
+
+impl Templates {
+    /// Loads the templates (see [`load_templates`]); pages are kept in `store`.
+    pub fn load(root: &Path, store: cache::Blobs) -> Result<Self, Vec<Diagnostic>> {
+        let (tera, fingerprint) = load_templates_keyed(root)?;
+        Ok(Templates {
+            tera,
+            fingerprint,
+            store,
+        })
+    }
+
+    /// The page store, to prune once the site is rendered.
+    pub fn store(&self) -> &cache::Blobs {
+        &self.store
+    }
+
+    /// The page `name` renders with `context`, with the characters no page may hold removed
+    /// ([`crate::text::sanitize`]), from the store when it holds it.
+    pub fn render(&self, name: &str, context: PageContext<'_>) -> Result<Vec<u8>, Diagnostic> {
+        let PageContext { mut key, fill } = context;
+        key.bytes(cache::binary_identity().as_bytes())
+            .bytes(self.fingerprint.as_bytes())
+            .bytes(name.as_bytes());
+        self.store.get_or_make(&key.finish(), || {
+            let mut context = tera::Context::new();
+            for insert in fill {
+                insert(&mut context);
+            }
+            let page = self
+                .tera
+                .render(name, &context)
+                .map_err(|e| template_error(&e, name))?;
+            // Whatever reached a page (a front matter value, experiment output, a site
+            // template), it stays well-formed XML and HTML; the sources were warned about at
+            // their lines.
+            Ok(crate::text::sanitize(&page).into_owned().into_bytes())
+        })
+    }
+}
+
+/// What a template sees, built like a [`tera::Context`], and hashed as it is built. Values
+/// are turned into the template's JSON only when the page has to be rendered.
+pub struct PageContext<'a> {
+    key: cache::Key,
+    #[allow(clippy::type_complexity)]
+    fill: Vec<Box<dyn FnOnce(&mut tera::Context) + 'a>>,
+}
+
+impl Default for PageContext<'_> {
+    fn default() -> Self {
+        PageContext {
+            key: cache::Key::new("page"),
+            fill: Vec::new(),
+        }
+    }
+}
+
+impl<'a> PageContext<'a> {
+    /// An empty context.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// `value` as `name`, keyed by its JSON ([`cache::Digested`] text by its digest).
+    pub fn insert<T: Serialize + 'a>(&mut self, name: &'static str, value: T) {
+        self.key.bytes(name.as_bytes()).json(&value);
+        self.fill
+            .push(Box::new(move |context| context.insert(name, &value)));
+    }
+
+    /// A value made only when the page is rendered, keyed by `key`: everything `make` reads.
+    pub fn insert_with<K: Serialize + ?Sized, T: Serialize>(
+        &mut self,
+        name: &'static str,
+        key: &K,
+        make: impl FnOnce() -> T + 'a,
+    ) {
+        self.key.bytes(name.as_bytes()).json(key);
+        self.fill
+            .push(Box::new(move |context| context.insert(name, &make())));
+    }
+}
+
 /// Loads the templates: embedded defaults, overridden by `root/templates/*.html`.
 pub fn load_templates(root: &Path) -> Result<Tera, Vec<Diagnostic>> {
+    load_templates_keyed(root).map(|(tera, _)| tera)
+}
+
+/// The templates and a hash of every name and text among them.
+fn load_templates_keyed(root: &Path) -> Result<(Tera, String), Vec<Diagnostic>> {
     let mut templates: Vec<(String, String, String)> = DEFAULT_TEMPLATES
         .iter()
         .map(|(n, t)| (n.to_string(), t.to_string(), format!("(built-in) {n}")))
@@ -138,9 +239,13 @@ pub fn load_templates(root: &Path) -> Result<Tera, Vec<Diagnostic>> {
         .iter()
         .map(|(n, t, _)| (n.clone(), t.clone()))
         .collect();
+    let mut key = cache::Key::new("templates");
+    for (name, text) in &pairs {
+        key.bytes(name.as_bytes()).bytes(text.as_bytes());
+    }
     tera.add_raw_templates(pairs)
         .map_err(|e| vec![template_error(&e, "templates")])?;
-    Ok(tera)
+    Ok((tera, key.finish()))
 }
 
 /// A Tera error with its whole cause chain (Tera puts the useful part in the sources).
@@ -212,7 +317,7 @@ pub struct ChapterView<'a> {
     tags: &'a [String],
     category: Option<&'a str>,
     summary: Option<&'a str>,
-    content: &'a str,
+    content: cache::Digested<'a>,
     permalink: String,
     updated: String,
     tag_links: Vec<TermLink>,
@@ -255,7 +360,7 @@ impl<'a> ChapterView<'a> {
                 .map(|c| TermLink::new(base_path, taxonomy, Kind::Category, c)),
             category: chapter.front.category.as_deref(),
             summary: chapter.front.summary.as_deref(),
-            content: &chapter.html,
+            content: cache::Digested::new(&chapter.html, &chapter.digest),
             updated: chapter
                 .front
                 .date_string()
@@ -367,12 +472,12 @@ pub fn isa_name(level: &str) -> String {
 
 /// Renders one chapter page.
 pub fn chapter_page<'a>(
-    tera: &Tera,
+    templates: &Templates,
     series: &'a Series<Page>,
     values: &crate::quotes::ValueIndex,
     related: &taxonomy::Related,
     index: usize,
-) -> Result<String, Diagnostic> {
+) -> Result<Vec<u8>, Diagnostic> {
     let chapter = &series.chapters[index];
     let site = SiteView::new(&series.config);
     let base = site.base_path.clone();
@@ -380,15 +485,14 @@ pub fn chapter_page<'a>(
         title: &c.front.title,
         url: chapter_url(&base, &c.slug),
     };
-    let mut context = tera::Context::new();
-    context.insert("site", &site);
+    let mut context = PageContext::new();
     context.insert(
         "chapter",
-        &ChapterView::new(chapter, &site.base_path, &series.taxonomy),
+        ChapterView::new(chapter, &site.base_path, &series.taxonomy),
     );
     context.insert(
         "meta",
-        &MetaView {
+        MetaView {
             title: format!("{} · {}", chapter.front.title, site.title),
             description: chapter
                 .front
@@ -399,49 +503,50 @@ pub fn chapter_page<'a>(
             kind: "article",
         },
     );
-    context.insert("toc", &toc(&chapter.doc.headings));
+    context.insert("toc", toc(&chapter.doc.headings));
     // Every value the chapter's experiments recorded, e.g. `{{ values["entropy.dot"] }}`.
-    context.insert("values", &values.chapter(&chapter.slug));
+    context.insert("values", values.chapter(&chapter.slug));
     context.insert(
         "prev",
-        &index.checked_sub(1).map(|i| link(&series.chapters[i])),
+        index.checked_sub(1).map(|i| link(&series.chapters[i])),
     );
-    context.insert("next", &series.chapters.get(index + 1).map(link));
+    context.insert("next", series.chapters.get(index + 1).map(link));
     let related: Vec<LinkView<'_>> = related.of(series, index).into_iter().map(link).collect();
-    context.insert("related", &related);
-    context.insert("run", &chapter.run.as_ref().map(|r| run_view(&r.meta)));
+    context.insert("related", related);
+    context.insert("run", chapter.run.as_ref().map(|r| run_view(&r.meta)));
     // The chapter's experiments as a standalone Cargo project (`repository` in site.toml).
     let take_home = chapter.take_home.as_ref();
     context.insert(
         "take_home",
-        &take_home.map(|file| format!("{}{file}", chapter_url(&base, &chapter.slug))),
+        take_home.map(|file| format!("{}{file}", chapter_url(&base, &chapter.slug))),
     );
-    tera.render("chapter.html", &context)
-        .map_err(|e| template_error(&e, "chapter.html").at(Location::at_line(&chapter.path, 1, 1)))
+    context.insert("site", site);
+    templates
+        .render("chapter.html", context)
+        .map_err(|e| e.at(Location::at_line(&chapter.path, 1, 1)))
 }
 
 /// Renders the index page; `intro_html` is the rendered `intro` of site.toml.
 pub fn index_page(
-    tera: &Tera,
+    templates: &Templates,
     series: &Series<Page>,
     intro_html: &str,
-) -> Result<String, Diagnostic> {
+) -> Result<Vec<u8>, Diagnostic> {
     let site = SiteView::new(&series.config);
     let chapters: Vec<ChapterView<'_>> = series
         .chapters
         .iter()
         .map(|c| ChapterView::new(c, &site.base_path, &series.taxonomy))
         .collect();
-    let mut context = tera::Context::new();
-    context.insert("site", &site);
-    context.insert("chapters", &chapters);
-    context.insert("intro_html", intro_html);
+    let mut context = PageContext::new();
+    context.insert("chapters", chapters);
+    context.insert("intro_html", intro_html.to_string());
     context.insert(
         "meta",
-        &site_meta(&site, site.title.to_string(), site.base_url.clone()),
+        site_meta(&site, site.title.to_string(), site.base_url.clone()),
     );
-    tera.render("index.html", &context)
-        .map_err(|e| template_error(&e, "index.html"))
+    context.insert("site", site);
+    templates.render("index.html", context)
 }
 
 fn site_meta(site: &SiteView<'_>, title: String, url: String) -> MetaView {
@@ -454,26 +559,29 @@ fn site_meta(site: &SiteView<'_>, title: String, url: String) -> MetaView {
 }
 
 /// Renders `404.html`.
-pub fn not_found_page(tera: &Tera, series: &Series<Page>) -> Result<String, Diagnostic> {
+pub fn not_found_page(templates: &Templates, series: &Series<Page>) -> Result<Vec<u8>, Diagnostic> {
     let site = SiteView::new(&series.config);
-    let mut context = tera::Context::new();
+    let mut context = PageContext::new();
     context.insert(
         "meta",
-        &site_meta(
+        site_meta(
             &site,
             format!("找不到页面 · {}", site.title),
             format!("{}404.html", site.base_url),
         ),
     );
-    context.insert("site", &site);
-    tera.render("404.html", &context)
-        .map_err(|e| template_error(&e, "404.html"))
+    context.insert("site", site);
+    templates.render("404.html", context)
 }
 
 /// Renders an XML template (`atom.xml`, `sitemap.xml`) over the whole series, newest first.
 /// The Atom feed announces articles, so it leaves the appendix pages out (a glossary is not
 /// news); the sitemap lists every page.
-pub fn feed(tera: &Tera, series: &Series<Page>, template: &str) -> Result<String, Diagnostic> {
+pub fn feed(
+    templates: &Templates,
+    series: &Series<Page>,
+    template: &str,
+) -> Result<Vec<u8>, Diagnostic> {
     let site = SiteView::new(&series.config);
     let with_appendices = template != "atom.xml";
     let mut chapters: Vec<ChapterView<'_>> = series
@@ -489,10 +597,9 @@ pub fn feed(tera: &Tera, series: &Series<Page>, template: &str) -> Result<String
         .map(|c| c.updated.clone())
         .max()
         .unwrap_or_else(|| "1970-01-01T00:00:00Z".into());
-    let mut context = tera::Context::new();
-    context.insert("site", &site);
-    context.insert("chapters", &chapters);
-    context.insert("updated", &updated);
-    tera.render(template, &context)
-        .map_err(|e| template_error(&e, template))
+    let mut context = PageContext::new();
+    context.insert("chapters", chapters);
+    context.insert("updated", updated);
+    context.insert("site", site);
+    templates.render(template, context)
 }

@@ -19,15 +19,15 @@
 use std::collections::HashSet;
 use std::sync::LazyLock;
 
+use rayon::prelude::*;
 use regex::{Captures, Regex};
 use serde::Serialize;
-use tera::Tera;
 
 use crate::content::Series;
 use crate::diagnostic::Diagnostic;
 use crate::render::Page;
 
-use super::{MetaView, SiteView, template_error};
+use super::{MetaView, PageContext, SiteView, Templates};
 
 /// Where the print page is written, relative to the output directory: beside `index.html`
 /// rather than in a directory of its own, so no chapter slug can collide with it.
@@ -48,42 +48,75 @@ struct PrintChapter<'a> {
     content: String,
 }
 
-/// Renders the print page; `intro_html` is the rendered `intro` of site.toml.
-pub fn page(tera: &Tera, series: &Series<Page>, intro_html: &str) -> Result<String, Diagnostic> {
+/// A chapter of the print page as its key sees it: what its scoped body is made from.
+#[derive(Serialize)]
+struct PrintKey<'a> {
+    id: &'a str,
+    number: u32,
+    title: &'a str,
+    summary: Option<&'a str>,
+    /// The digest of the chapter page's body.
+    body: &'a str,
+}
+
+/// Renders the print page; `intro_html` is the rendered `intro` of site.toml. The chapters'
+/// bodies are scoped (the regular-expression pass over every tag of the series) only when the
+/// page is not in the store: the key holds each body's digest and everything the scope reads.
+pub fn page(
+    templates: &Templates,
+    series: &Series<Page>,
+    intro_html: &str,
+) -> Result<Vec<u8>, Diagnostic> {
     let site = SiteView::new(&series.config);
-    let slugs: HashSet<&str> = series.chapters.iter().map(|c| c.slug.as_str()).collect();
-    let chapters: Vec<PrintChapter<'_>> = series
+    let keys: Vec<PrintKey<'_>> = series
         .chapters
         .iter()
-        .map(|c| PrintChapter {
+        .map(|c| PrintKey {
             id: &c.slug,
             number: c.front.number,
             title: &c.front.title,
             summary: c.front.summary.as_deref(),
-            content: scoped_html(
-                &c.html,
-                &Scope {
-                    slug: &c.slug,
-                    base_path: &site.base_path,
-                    chapters: &slugs,
-                },
-            ),
+            body: &c.digest,
         })
         .collect();
-    let mut context = tera::Context::new();
+    let base_path = site.base_path.clone();
+    let mut context = PageContext::new();
+    context.insert_with(
+        "chapters",
+        &(&keys, &site.base_path),
+        move || -> Vec<PrintChapter<'_>> {
+            let slugs: HashSet<&str> = series.chapters.iter().map(|c| c.slug.as_str()).collect();
+            series
+                .chapters
+                .par_iter()
+                .map(|c| PrintChapter {
+                    id: &c.slug,
+                    number: c.front.number,
+                    title: &c.front.title,
+                    summary: c.front.summary.as_deref(),
+                    content: scoped_html(
+                        &c.html,
+                        &Scope {
+                            slug: &c.slug,
+                            base_path: &base_path,
+                            chapters: &slugs,
+                        },
+                    ),
+                })
+                .collect()
+        },
+    );
     context.insert(
         "meta",
-        &MetaView::website(
+        MetaView::website(
             &site,
             format!("打印版 · {}", site.title),
             format!("{}{PATH}", site.base_url),
         ),
     );
-    context.insert("site", &site);
-    context.insert("chapters", &chapters);
-    context.insert("intro_html", intro_html);
-    tera.render("print.html", &context)
-        .map_err(|e| template_error(&e, "print.html"))
+    context.insert("intro_html", intro_html.to_string());
+    context.insert("site", site);
+    templates.render("print.html", context)
 }
 
 /// What a chapter body's ids and links are rewritten against.

@@ -6,13 +6,12 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use serde::Serialize;
-use tera::Tera;
 
 use crate::content::taxonomy::{Term, Terms, term_slug};
 use crate::content::{Chapter, Series, Taxonomy};
 use crate::diagnostic::Diagnostic;
 use crate::render::Page;
-use crate::render::{ChapterView, MetaView, SiteView, template_error};
+use crate::render::{ChapterView, MetaView, PageContext, SiteView, Templates};
 
 /// Tags or categories.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -203,7 +202,10 @@ fn shared(a: &[u32], b: &[u32]) -> usize {
 }
 
 /// Renders `tags/index.html` and one page per tag and per category.
-pub fn pages(tera: &Tera, series: &Series<Page>) -> Result<Vec<(PathBuf, Vec<u8>)>, Diagnostic> {
+pub fn pages(
+    templates: &Templates,
+    series: &Series<Page>,
+) -> Result<Vec<(PathBuf, Vec<u8>)>, Diagnostic> {
     let site = SiteView::new(&series.config);
     let mut files = Vec::new();
     for kind in [Kind::Tag, Kind::Category] {
@@ -213,45 +215,41 @@ pub fn pages(tera: &Tera, series: &Series<Page>) -> Result<Vec<(PathBuf, Vec<u8>
                 .iter()
                 .map(|c| ChapterView::new(c, &site.base_path, &series.taxonomy))
                 .collect();
-            let mut context = tera::Context::new();
+            let mut context = PageContext::new();
             context.insert("site", &site);
-            context.insert("term", &name);
+            context.insert("term", name);
             context.insert("kind", kind.label());
-            context.insert("chapters", &views);
+            context.insert("chapters", views);
             context.insert(
                 "meta",
-                &MetaView::website(
+                MetaView::website(
                     &site,
                     format!("{}：{name} · {}", kind.label(), site.title),
                     format!("{}{}/{}/", site.base_url, kind.dir(), term.slug),
                 ),
             );
-            let html = tera
-                .render("taxonomy.html", &context)
-                .map_err(|e| template_error(&e, "taxonomy.html"))?;
+            let html = templates.render("taxonomy.html", context)?;
             files.push((
                 PathBuf::from(kind.dir())
                     .join(&term.slug)
                     .join("index.html"),
-                html.into_bytes(),
+                html,
             ));
         }
     }
-    let mut context = tera::Context::new();
+    let mut context = PageContext::new();
     context.insert("site", &site);
-    context.insert("tags", &links(series, Kind::Tag));
-    context.insert("categories", &links(series, Kind::Category));
+    context.insert("tags", links(series, Kind::Tag));
+    context.insert("categories", links(series, Kind::Category));
     context.insert(
         "meta",
-        &MetaView::website(
+        MetaView::website(
             &site,
             format!("标签与分类 · {}", site.title),
             format!("{}tags/", site.base_url),
         ),
     );
-    let html = tera
-        .render("taxonomies.html", &context)
-        .map_err(|e| template_error(&e, "taxonomies.html"))?;
-    files.push((PathBuf::from("tags/index.html"), html.into_bytes()));
+    let html = templates.render("taxonomies.html", context)?;
+    files.push((PathBuf::from("tags/index.html"), html));
     Ok(files)
 }

@@ -7,9 +7,10 @@
 //! page's language.
 
 use serde::Serialize;
-use tera::Tera;
 
-use super::{MetaView, RunView, SiteView, chapter_url, run_view, site_meta, template_error};
+use super::{
+    MetaView, PageContext, RunView, SiteView, Templates, chapter_url, run_view, site_meta,
+};
 use crate::content::Series;
 use crate::diagnostic::Diagnostic;
 use crate::quotes::Bound;
@@ -63,7 +64,7 @@ struct Totals {
 }
 
 /// Renders the verification page of a bound series.
-pub fn page(tera: &Tera, series: &Series<Page>) -> Result<String, Diagnostic> {
+pub fn page(templates: &Templates, series: &Series<Page>) -> Result<Vec<u8>, Diagnostic> {
     let site = SiteView::new(&series.config);
     let mut totals = Totals::default();
     let chapters: Vec<ChapterRows<'_>> = series
@@ -77,13 +78,12 @@ pub fn page(tera: &Tera, series: &Series<Page>) -> Result<String, Diagnostic> {
         format!("数字核对 · {}", site.title),
         format!("{}verification/", site.base_url),
     );
-    let mut context = tera::Context::new();
-    context.insert("site", &site);
-    context.insert("meta", &meta);
-    context.insert("chapters", &chapters);
-    context.insert("totals", &totals);
-    tera.render("verification.html", &context)
-        .map_err(|e| template_error(&e, "verification.html"))
+    let mut context = PageContext::new();
+    context.insert("meta", meta);
+    context.insert("chapters", chapters);
+    context.insert("totals", totals);
+    context.insert("site", site);
+    templates.render("verification.html", context)
 }
 
 fn chapter_rows<'a>(chapter: &'a Bound, base_path: &str, totals: &mut Totals) -> ChapterRows<'a> {

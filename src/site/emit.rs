@@ -27,66 +27,87 @@ pub(super) fn render_site(
     series: &Series<Page>,
     timings: &mut super::Timings,
 ) -> Result<Files, Vec<Diagnostic>> {
-    let tera = render::load_templates(&series.root)?;
+    let store = render::cache::Blobs::open(render::cache::pages_dir(&series.root));
+    let templates = render::Templates::load(&series.root, store)?;
     timings.lap("templates");
     let values = quotes::ValueIndex::new(series);
     let related = render::taxonomy::Related::new(series);
     let mut files: Files = Vec::new();
     let mut errors = Vec::new();
-    let pages: Vec<_> = (0..series.chapters.len())
-        .into_par_iter()
-        .map(|i| render::chapter_page(&tera, series, &values, &related, i))
-        .collect();
+    let intro = intro_html(series);
+    // Every page at once: the chapters' pages and the site's own, in parallel (the print page
+    // and the verification page are the largest).
+    let print = series.config.print.enabled;
+    let verification = series.config.verification.enabled;
+    let (pages, (site_pages, taxonomy)) = rayon::join(
+        || {
+            (0..series.chapters.len())
+                .into_par_iter()
+                .map(|i| render::chapter_page(&templates, series, &values, &related, i))
+                .collect::<Vec<_>>()
+        },
+        || {
+            rayon::join(
+                || {
+                    let mut pages: Vec<(&str, Box<dyn Fn() -> _ + Send + Sync>)> = vec![
+                        (
+                            "index.html",
+                            Box::new(|| render::index_page(&templates, series, &intro)),
+                        ),
+                        (
+                            "404.html",
+                            Box::new(|| render::not_found_page(&templates, series)),
+                        ),
+                        (
+                            "atom.xml",
+                            Box::new(|| render::feed(&templates, series, "atom.xml")),
+                        ),
+                        (
+                            "sitemap.xml",
+                            Box::new(|| render::feed(&templates, series, "sitemap.xml")),
+                        ),
+                    ];
+                    if print {
+                        pages.push((
+                            render::print::PATH,
+                            Box::new(|| render::print::page(&templates, series, &intro)),
+                        ));
+                    }
+                    if verification {
+                        pages.push((
+                            render::verification::PAGE_PATH,
+                            Box::new(|| render::verification::page(&templates, series)),
+                        ));
+                    }
+                    pages
+                        .into_par_iter()
+                        .map(|(path, render)| (path, render()))
+                        .collect::<Vec<_>>()
+                },
+                || render::taxonomy::pages(&templates, series),
+            )
+        },
+    );
     for (chapter, page) in series.chapters.iter().zip(pages) {
         match page {
-            Ok(page) => files.push((
-                PathBuf::from(&chapter.slug).join("index.html"),
-                page.into_bytes(),
-            )),
+            Ok(page) => files.push((PathBuf::from(&chapter.slug).join("index.html"), page)),
             Err(d) => errors.push(d),
         }
     }
-    let intro = intro_html(series);
-    match render::index_page(&tera, series, &intro) {
-        Ok(page) => files.push((PathBuf::from("index.html"), page.into_bytes())),
-        Err(d) => errors.push(d),
-    }
-    if series.config.print.enabled {
-        match render::print::page(&tera, series, &intro) {
-            Ok(page) => files.push((PathBuf::from(render::print::PATH), page.into_bytes())),
+    for (path, page) in site_pages {
+        match page {
+            Ok(page) => files.push((PathBuf::from(path), page)),
             Err(d) => errors.push(d),
         }
     }
-    match render::taxonomy::pages(&tera, series) {
+    match taxonomy {
         Ok(pages) => files.extend(pages),
         Err(d) => errors.push(d),
-    }
-    if series.config.verification.enabled {
-        match render::verification::page(&tera, series) {
-            Ok(page) => files.push((
-                PathBuf::from(render::verification::PAGE_PATH),
-                page.into_bytes(),
-            )),
-            Err(d) => errors.push(d),
-        }
-    }
-    let pages = [("404.html", render::not_found_page(&tera, series))]
-        .into_iter()
-        .chain(["atom.xml", "sitemap.xml"].map(|t| (t, render::feed(&tera, series, t))));
-    for (name, page) in pages {
-        match page {
-            Ok(text) => files.push((PathBuf::from(name), text.into_bytes())),
-            Err(d) => errors.push(d),
-        }
     }
     if !errors.is_empty() {
         return Err(errors);
     }
-    // Whatever reached a page (a front matter value, experiment output, a site template), the
-    // page stays well-formed XML and HTML; the sources were warned about at their lines.
-    files
-        .par_iter_mut()
-        .for_each(|(_, bytes)| crate::text::sanitize_bytes(bytes));
+    templates.store().prune();
     timings.lap("pages");
     files.push((PathBuf::from(".nojekyll"), Vec::new()));
     files.push((

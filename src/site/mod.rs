@@ -364,7 +364,20 @@ fn render_glossary(series: &mut Series<Parsed>, diagnostics: &mut Diagnostics) {
     let Some(glossary) = series.glossary.as_mut().filter(|_| placed) else {
         return;
     };
-    let (html, rejected) = render::glossary::html(glossary, &MathRenderer::new(macros));
+    // Through a math cache of its own (the chapters' cache keeps only what they use), so a
+    // build with no new symbol starts no KaTeX engine.
+    let symbols: Vec<(&str, bool)> = glossary
+        .notation
+        .iter()
+        .map(|n| (n.symbol.as_str(), false))
+        .collect();
+    let mut cache =
+        render::math::MathCache::load(render::cache::file(&series.root, "glossary-math"));
+    let mut rendered = MathRenderer::new(macros).render_all(&symbols, &mut cache);
+    cache.save();
+    let (html, rejected) = render::glossary::html_with(glossary, |i| {
+        std::mem::replace(&mut rendered[i], Ok(String::new()))
+    });
     glossary.html = html;
     for (i, message) in rejected {
         let path = std::path::Path::new(crate::content::glossary::PATH);
@@ -459,6 +472,7 @@ pub fn build(plan: &BuildPlan) -> Outcome {
         .extend(check_output_dir(&plan.root, &plan.out, plan.force).err());
     let started = Instant::now();
     let mut timings = Timings::new();
+    lab::prefetch_toolchain();
     let Some(mut series) = load(&plan.root, plan.drafts, &mut out.diagnostics) else {
         return out;
     };
@@ -732,6 +746,7 @@ fn render_chapters(
                 }
                 Page {
                     bound,
+                    digest: render::cache::digest(&html),
                     html,
                     take_home,
                 }
