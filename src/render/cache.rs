@@ -327,6 +327,29 @@ pub fn binary_identity() -> &'static str {
     &IDENTITY
 }
 
+/// Texts as one blob: each text's length, then its bytes ([`split_texts`] reads it back).
+pub fn join_texts(texts: &[String]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(texts.iter().map(|t| t.len() + 8).sum());
+    for text in texts {
+        out.extend((text.len() as u64).to_le_bytes());
+        out.extend(text.as_bytes());
+    }
+    out
+}
+
+/// The texts of a [`join_texts`] blob, or `None` if it is not one.
+pub fn split_texts(mut bytes: &[u8]) -> Option<Vec<String>> {
+    let mut texts = Vec::new();
+    while !bytes.is_empty() {
+        let (length, rest) = bytes.split_first_chunk::<8>()?;
+        let length = usize::try_from(u64::from_le_bytes(*length)).ok()?;
+        let text = rest.get(..length)?;
+        texts.push(String::from_utf8(text.to_vec()).ok()?);
+        bytes = &rest[length..];
+    }
+    Some(texts)
+}
+
 /// Where the page store of the site at `root` lives.
 pub fn pages_dir(root: &Path) -> PathBuf {
     root.join(".attnbook/cache/render/pages")
@@ -501,6 +524,16 @@ mod tests {
             Key::new("page").json("x").finish(),
             Key::new("feed").json("x").finish()
         );
+    }
+
+    #[test]
+    fn texts_survive_a_blob() {
+        let texts = vec!["<p>注意力</p>".to_string(), String::new(), "h".into()];
+        assert_eq!(split_texts(&join_texts(&texts)), Some(texts.clone()));
+        assert_eq!(split_texts(&[]), Some(Vec::new()));
+        let blob = join_texts(&texts);
+        assert_eq!(split_texts(&blob[..blob.len() - 1]), None, "cut short");
+        assert_eq!(split_texts(&blob[..5]), None, "a length cut short");
     }
 
     #[test]

@@ -702,7 +702,9 @@ fn render_chapters(
         .map(|g| g.html.clone())
         .unwrap_or_default();
     let highlighter = &rendered.highlighter;
-    series.map_chapters(|chapters| {
+    let bodies = BodyKeys::of(&series, rendered);
+    let store = &render::cache::Blobs::open(series.root.join(".attnbook/cache/render/bodies"));
+    let stored = series.map_chapters(|chapters| {
         let per_chapter = rendered
             .maths
             .par_iter()
@@ -712,45 +714,121 @@ fn render_chapters(
         chapters
             .into_par_iter()
             .zip(per_chapter)
-            .map(|(mut bound, (((maths, refs), citations), take_home))| {
-                let inputs = html::PageInputs {
-                    doc: &bound.doc,
-                    maths,
-                    run: bound.run.as_ref(),
-                    bindings: &bound.bindings,
-                    claims: &bound.claims,
-                    base_path: &base_path,
-                    refs,
-                    citations: &citations.inline,
-                    highlighter,
-                    fold_lines,
-                    glossary: &glossary,
-                };
-                let mut html = html::body_html(&inputs);
-                let headings = html::headings_html(&inputs);
-                let doc = &mut bound.ran.parsed.doc;
-                for (heading, html) in doc.headings.iter_mut().zip(headings) {
-                    heading.html = html;
-                }
-                if !citations.list_html.is_empty() {
-                    html.push_str(&citations.list_html);
-                    doc.headings.push(markdown::Heading {
-                        level: 2,
-                        id: "bibliography".into(),
-                        classes: Vec::new(),
-                        attrs: Vec::new(),
-                        text: "参考文献".into(),
-                        span: 0..0,
-                        html: "参考文献".into(),
-                    });
-                }
-                Page {
-                    bound,
-                    digest: render::cache::digest(&html),
-                    html,
-                    take_home,
-                }
-            })
+            .enumerate()
+            .map(
+                |(index, (mut bound, (((maths, refs), citations), take_home)))| {
+                    let inputs = html::PageInputs {
+                        doc: &bound.doc,
+                        maths,
+                        run: bound.run.as_ref(),
+                        bindings: &bound.bindings,
+                        claims: &bound.claims,
+                        base_path: &base_path,
+                        refs,
+                        citations: &citations.inline,
+                        highlighter,
+                        fold_lines,
+                        glossary: &glossary,
+                    };
+                    let key = bodies.key(index);
+                    let fresh = || {
+                        let mut parts = vec![html::body_html(&inputs)];
+                        parts.extend(html::headings_html(&inputs));
+                        parts
+                    };
+                    let stored = store
+                        .get_or_make(&key, || Ok::<_, ()>(render::cache::join_texts(&fresh())))
+                        .ok()
+                        .and_then(|bytes| render::cache::split_texts(&bytes));
+                    let mut parts = stored.unwrap_or_else(fresh).into_iter();
+                    let mut html = parts.next().unwrap_or_default();
+                    let headings: Vec<String> = parts.collect();
+                    let doc = &mut bound.ran.parsed.doc;
+                    for (heading, html) in doc.headings.iter_mut().zip(headings) {
+                        heading.html = html;
+                    }
+                    if !citations.list_html.is_empty() {
+                        html.push_str(&citations.list_html);
+                        doc.headings.push(markdown::Heading {
+                            level: 2,
+                            id: "bibliography".into(),
+                            classes: Vec::new(),
+                            attrs: Vec::new(),
+                            text: "参考文献".into(),
+                            span: 0..0,
+                            html: "参考文献".into(),
+                        });
+                    }
+                    Page {
+                        bound,
+                        digest: render::cache::digest(&html),
+                        html,
+                        take_home,
+                    }
+                },
+            )
             .collect()
-    })
+    });
+    store.prune();
+    stored
+}
+
+/// What every chapter body is rendered from, hashed once per build: a body reads its own
+/// chapter, and through quotes, cross-references and the glossary also the other chapters'
+/// sources and values, so the key of each holds the whole series' sources and results (an
+/// edit renders every body again; a build with nothing changed renders none). Code highlighting
+/// is decided by the source and the binary; formulas by the source and the KaTeX macros of the
+/// config.
+struct BodyKeys {
+    series: String,
+    chapters: Vec<String>,
+}
+
+impl BodyKeys {
+    fn of(series: &Series<Bound>, rendered: &Rendered) -> BodyKeys {
+        let mut key = render::cache::Key::new("chapter bodies");
+        key.bytes(render::cache::binary_identity().as_bytes())
+            .bytes(format!("{:?}", series.config).as_bytes())
+            .bytes(
+                series
+                    .glossary
+                    .as_ref()
+                    .map_or("", |g| g.html.as_str())
+                    .as_bytes(),
+            );
+        let chapters: Vec<String> = series
+            .chapters
+            .par_iter()
+            .zip(&rendered.citations)
+            .map(|(c, citations)| {
+                let mut own = render::cache::Key::new("chapter");
+                own.bytes(c.path.to_string_lossy().as_bytes())
+                    .bytes(c.source.as_bytes())
+                    .json(&c.run)
+                    .json(&citations.inline)
+                    .json(
+                        &c.doc
+                            .image_figures
+                            .iter()
+                            .map(|f| f.svg.as_deref())
+                            .collect::<Vec<_>>(),
+                    );
+                own.finish()
+            })
+            .collect();
+        for chapter in &chapters {
+            key.bytes(chapter.as_bytes());
+        }
+        BodyKeys {
+            series: key.finish(),
+            chapters,
+        }
+    }
+
+    fn key(&self, index: usize) -> String {
+        render::cache::Key::new("chapter body")
+            .bytes(self.series.as_bytes())
+            .bytes(self.chapters[index].as_bytes())
+            .finish()
+    }
 }
