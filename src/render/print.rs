@@ -81,7 +81,14 @@ pub fn page(tera: &Tera, series: &Series<Page>, intro_html: &str) -> Result<Stri
     );
     context.insert("site", &site);
     context.insert("chapters", &chapters);
-    context.insert("intro_html", intro_html);
+    // The intro's links to chapter pages become anchors here too; its ids get the empty
+    // slug's prefix (`--id`), which no chapter's can have.
+    let intro_scope = Scope {
+        slug: "",
+        base_path: &site.base_path,
+        chapters: &slugs,
+    };
+    context.insert("intro_html", &scoped_html(intro_html, &intro_scope));
     tera.render("print.html", &context)
         .map_err(|e| template_error(&e, "print.html"))
 }

@@ -14,17 +14,18 @@ use crate::quotes;
 use crate::render;
 use crate::render::Page;
 
-use crate::markdown;
-use crate::render::{html, math::MathRenderer};
-
 /// Default static assets (CSS, JS, KaTeX CSS and fonts), embedded so any site looks right.
 static DEFAULT_STATIC: Dir<'_> = include_dir!("$CARGO_MANIFEST_DIR/static");
+
+/// The directory of the built-in `static/` that holds the series' diagrams, not site defaults.
+const SERIES_DIAGRAMS: &str = "figures";
 
 /// Every output file as `(relative path, bytes)`.
 pub(super) type Files = Vec<(PathBuf, Vec<u8>)>;
 
 pub(super) fn render_site(
     series: &Series<Page>,
+    intro: &str,
     timings: &mut super::Timings,
 ) -> Result<Files, Vec<Diagnostic>> {
     let tera = render::load_templates(&series.root)?;
@@ -46,13 +47,12 @@ pub(super) fn render_site(
             Err(d) => errors.push(d),
         }
     }
-    let intro = intro_html(series);
-    match render::index_page(&tera, series, &intro) {
+    match render::index_page(&tera, series, intro) {
         Ok(page) => files.push((PathBuf::from("index.html"), page.into_bytes())),
         Err(d) => errors.push(d),
     }
     if series.config.print.enabled {
-        match render::print::page(&tera, series, &intro) {
+        match render::print::page(&tera, series, intro) {
             Ok(page) => files.push((PathBuf::from(render::print::PATH), page.into_bytes())),
             Err(d) => errors.push(d),
         }
@@ -109,37 +109,6 @@ pub(super) fn render_site(
     Ok(files)
 }
 
-/// The index introduction: `intro` of site.toml as Markdown (math rendered too).
-fn intro_html<C>(series: &Series<C>) -> String {
-    let renderer = MathRenderer::new(&series.config.katex.macros);
-    use pulldown_cmark::{Event, Tag, TagEnd};
-    let events = markdown::new_parser(&series.config.intro).flat_map(|(event, _)| match event {
-        Event::InlineMath(tex) => vec![Event::InlineHtml(
-            renderer
-                .render(&tex, false)
-                .unwrap_or_else(|_| html::escape(&tex))
-                .into(),
-        )],
-        Event::DisplayMath(tex) => vec![Event::Html(
-            renderer
-                .render(&tex, true)
-                .unwrap_or_else(|_| html::escape(&tex))
-                .into(),
-        )],
-        // A table scrolls sideways in its own box on a narrow screen, as in the chapters,
-        // instead of widening the page.
-        Event::Start(Tag::Table(alignment)) => vec![
-            Event::Html(r#"<div class="table-wrap">"#.into()),
-            Event::Start(Tag::Table(alignment)),
-        ],
-        Event::End(TagEnd::Table) => vec![Event::End(TagEnd::Table), Event::Html("</div>".into())],
-        other => vec![other],
-    });
-    let mut out = String::new();
-    pulldown_cmark::html::push_html(&mut out, events);
-    out
-}
-
 /// Embedded defaults first, then the site's `static/` on top.
 fn static_files(root: &Path, files: &mut Files) -> Result<(), Diagnostic> {
     let mut add = |rel: PathBuf, bytes: Vec<u8>| {
@@ -148,7 +117,9 @@ fn static_files(root: &Path, files: &mut Files) -> Result<(), Diagnostic> {
     };
     let mut stack = vec![&DEFAULT_STATIC];
     while let Some(dir) = stack.pop() {
-        stack.extend(dir.dirs());
+        // The series' own diagrams are the series' static files, not defaults of every site
+        // (redteam-3 D22): the series gets them from its `static/` on disk like any site.
+        stack.extend(dir.dirs().filter(|d| d.path() != Path::new(SERIES_DIAGRAMS)));
         for file in dir.files() {
             add(file.path().to_path_buf(), file.contents().to_vec());
         }
