@@ -762,6 +762,7 @@ fn a_large_asset_is_streamed_and_slow_clients_cost_no_memory() {
     std::thread::sleep(Duration::from_secs(2));
     let during = rss_kib(server.child.id());
     let grown_mib = during.saturating_sub(before) / 1024;
+    eprintln!("resident: {before} KiB after one download, {during} KiB with {CLIENTS} slow clients");
     assert!(
         grown_mib < 16,
         "{CLIENTS} slow clients of a {} MiB file grew the server by {grown_mib} MiB \
