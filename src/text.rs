@@ -227,7 +227,10 @@ pub fn non_ascii_digit(text: &str) -> Option<(usize, String)> {
     let (at, c) = text
         .char_indices()
         .find(|&(_, c)| c.is_numeric() && !c.is_ascii_digit() && !"⁰¹²³⁴⁵⁶⁷⁸⁹".contains(c))?;
-    Some((at, format!("`{c}` is not an ASCII digit: write ASCII digits")))
+    Some((
+        at,
+        format!("`{c}` is not an ASCII digit: write ASCII digits"),
+    ))
 }
 
 #[cfg(test)]

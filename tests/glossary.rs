@@ -212,7 +212,8 @@ fn variants_are_found_as_the_reader_sees_them() {
         run.stderr
     );
     assert!(
-        run.stderr.contains("`Heat map` is a variant") || run.stderr.contains("`heat map` is a variant"),
+        run.stderr.contains("`Heat map` is a variant")
+            || run.stderr.contains("`heat map` is a variant"),
         "{}",
         run.stderr
     );
@@ -275,7 +276,10 @@ fn glossary_problems_point_at_their_value() {
     );
     let run = site.run(&["build"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
-    for line in ["content/glossary.toml:3:11: warning", "content/glossary.toml:4:8: warning"] {
+    for line in [
+        "content/glossary.toml:3:11: warning",
+        "content/glossary.toml:4:8: warning",
+    ] {
         assert!(run.stderr.contains(line), "{line}\n{}", run.stderr);
     }
     assert_ne!(site.run(&["build", "--strict"]).code, 0);
@@ -299,7 +303,12 @@ fn two_glossary_rows_with_one_id_are_an_error() {
         "{}",
         run.stderr
     );
-    assert!(run.stderr.contains("content/glossary.toml:3: `a b` has it first"), "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("content/glossary.toml:3: `a b` has it first"),
+        "{}",
+        run.stderr
+    );
     site.write(
         "content/glossary.toml",
         "[[term]]\nterm = \"甲\"\nenglish = \"a\"\n",

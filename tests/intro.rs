@@ -10,7 +10,10 @@ use common::Site;
 const CONFIG: &str = "title = \"Fixture\"\nbase_url = \"https://example.org/book/\"\n";
 
 fn with_intro(site: &Site, intro: &str) {
-    site.write("site.toml", &format!("{CONFIG}intro = \"\"\"\n{intro}\"\"\"\n"));
+    site.write(
+        "site.toml",
+        &format!("{CONFIG}intro = \"\"\"\n{intro}\"\"\"\n"),
+    );
 }
 
 #[test]

@@ -11,7 +11,10 @@ use common::Site;
 fn a_malformed_bibliography_is_an_error_at_its_place() {
     let site = Site::fixture("cite");
     std::fs::remove_file(site.path("content/references.bib")).unwrap();
-    site.write("content/references.yaml", "key:\n  type: Article\n  title: [unclosed\n");
+    site.write(
+        "content/references.yaml",
+        "key:\n  type: Article\n  title: [unclosed\n",
+    );
     site.write(
         "content/01-a.md",
         "+++\ntitle = \"A\"\nnumber = 1\n+++\n\n见 [@key] 与 [@other]。\n",
@@ -20,12 +23,17 @@ fn a_malformed_bibliography_is_an_error_at_its_place() {
         let run = site.run(&[command]);
         assert_eq!(run.code, 2, "{command}: {}", run.stderr);
         assert!(
-            run.stderr
-                .contains("content/references.yaml:3:10: error: bibliography: key.title: invalid type"),
+            run.stderr.contains(
+                "content/references.yaml:3:10: error: bibliography: key.title: invalid type"
+            ),
             "{command}: {}",
             run.stderr
         );
-        assert!(!run.stderr.contains("at line "), "{command}: {}", run.stderr);
+        assert!(
+            !run.stderr.contains("at line "),
+            "{command}: {}",
+            run.stderr
+        );
         assert!(
             !run.stderr.contains("has no bibliography"),
             "{command}: {}",
@@ -61,7 +69,9 @@ fn chart_ids_are_unique_and_non_finite_chart_values_are_reported() {
     );
     assert!(run.stderr.contains(&nan), "{nan}\n{}", run.stderr);
     // Without the clash the chart builds, and `--strict` fails on its warning.
-    let fixed = site.read("content/01-first.md").replace("## fig-bars", "## 坏图");
+    let fixed = site
+        .read("content/01-first.md")
+        .replace("## fig-bars", "## 坏图");
     site.write("content/01-first.md", &fixed);
     assert_eq!(site.run(&["build"]).code, 0);
     let strict = site.run(&["build", "--strict"]);
@@ -93,7 +103,9 @@ fn full_width_digits_in_a_rule_ask_for_ascii_digits() {
     let run = site.run(&["check"]);
     assert_eq!(run.code, 1, "{}", run.stderr);
     assert_eq!(
-        run.stderr.matches("is not an ASCII digit: write ASCII digits").count(),
+        run.stderr
+            .matches("is not an ASCII digit: write ASCII digits")
+            .count(),
         2,
         "{}",
         run.stderr

@@ -735,18 +735,28 @@ fn a_large_asset_is_streamed_and_slow_clients_cost_no_memory() {
     let data: Vec<u8> = (0..SIZE).map(|i| (i % 251) as u8).collect();
     std::fs::write(site.path("static/big.bin"), &data).unwrap();
     let server = Server::start(&site);
-    let request = format!("GET /big.bin HTTP/1.1\r\nHost: 127.0.0.1:{}\r\n\r\n", server.port);
+    let request = format!(
+        "GET /big.bin HTTP/1.1\r\nHost: 127.0.0.1:{}\r\n\r\n",
+        server.port
+    );
     // One whole download first: every byte arrives, with its length announced.
     let mut stream = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
     stream.set_read_timeout(Some(PATIENCE)).unwrap();
     write!(stream, "GET /big.bin HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").unwrap();
     let mut raw = Vec::new();
     stream.read_to_end(&mut raw).unwrap();
-    let head_end = raw.windows(4).position(|w| w == b"\r\n\r\n").expect("a head") + 4;
+    let head_end = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .expect("a head")
+        + 4;
     let head = String::from_utf8_lossy(&raw[..head_end]).to_lowercase();
     assert!(head.starts_with("http/1.0 200"), "{head}");
     assert!(head.contains(&format!("content-length: {SIZE}")), "{head}");
-    assert!(raw[head_end..] == data[..], "the download differs from the file");
+    assert!(
+        raw[head_end..] == data[..],
+        "the download differs from the file"
+    );
     let before = rss_kib(server.child.id());
     // Slow clients: each asks for the file, takes its first 64 KiB and reads no more.
     let mut clients = Vec::new();
@@ -762,7 +772,9 @@ fn a_large_asset_is_streamed_and_slow_clients_cost_no_memory() {
     std::thread::sleep(Duration::from_secs(2));
     let during = rss_kib(server.child.id());
     let grown_mib = during.saturating_sub(before) / 1024;
-    eprintln!("resident: {before} KiB after one download, {during} KiB with {CLIENTS} slow clients");
+    eprintln!(
+        "resident: {before} KiB after one download, {during} KiB with {CLIENTS} slow clients"
+    );
     assert!(
         grown_mib < 16,
         "{CLIENTS} slow clients of a {} MiB file grew the server by {grown_mib} MiB \

@@ -151,7 +151,9 @@ impl Glossary {
         let mut ids: Vec<(String, &Term)> = Vec::new();
         for term in &self.terms {
             if term.term.trim().is_empty() {
-                problems.push(Diagnostic::error("a glossary term is empty").at(at(term.places.of("term"))));
+                problems.push(
+                    Diagnostic::error("a glossary term is empty").at(at(term.places.of("term"))),
+                );
             }
             let id = term.id();
             if let Some((_, first)) = ids.iter().find(|(other, _)| *other == id) {
@@ -210,7 +212,11 @@ impl Glossary {
                 values.push(("note", note, p.of("note")));
             }
             for (i, variant) in term.variants.iter().enumerate() {
-                let span = p.variants.get(i).cloned().unwrap_or_else(|| p.of("variants"));
+                let span = p
+                    .variants
+                    .get(i)
+                    .cloned()
+                    .unwrap_or_else(|| p.of("variants"));
                 values.push(("variants", variant, span));
             }
         }
@@ -234,10 +240,7 @@ impl Glossary {
             for term in &self.terms {
                 for (at, variant) in variants_in(&run.text, term) {
                     let span = run.at[at]..run.at[at + variant.len() - 1] + 1;
-                    found.push((
-                        span.start,
-                        variant_warning(chapter, span, variant, term),
-                    ));
+                    found.push((span.start, variant_warning(chapter, span, variant, term)));
                 }
             }
         }
@@ -263,7 +266,9 @@ impl Glossary {
                     let raw = head[line.clone()].to_ascii_lowercase();
                     let span = raw
                         .find(&variant.to_ascii_lowercase())
-                        .map_or(line.clone(), |i| line.start + i..line.start + i + variant.len());
+                        .map_or(line.clone(), |i| {
+                            line.start + i..line.start + i + variant.len()
+                        });
                     found.push((span.start, variant_warning(chapter, span, variant, term)));
                 }
             }
@@ -369,7 +374,12 @@ fn entry_places(document: Option<&toml::de::DeTable<'_>>, key: &str) -> Vec<Plac
         .collect()
 }
 
-fn variant_warning(chapter: &Chapter, span: Range<usize>, variant: &str, term: &Term) -> Diagnostic {
+fn variant_warning(
+    chapter: &Chapter,
+    span: Range<usize>,
+    variant: &str,
+    term: &Term,
+) -> Diagnostic {
     Diagnostic::warning(format!(
         "`{variant}` is a variant of the glossary term `{}` ({})",
         term.term, term.english

@@ -171,7 +171,11 @@ impl<C: AsRef<Chapter>> Series<C> {
     pub fn warnings(&self) -> Vec<Diagnostic> {
         let mut all = self.config.warnings.clone();
         all.extend(self.taxonomy.warnings.iter().cloned());
-        all.extend(self.glossary.iter().flat_map(|g| g.warnings.iter().cloned()));
+        all.extend(
+            self.glossary
+                .iter()
+                .flat_map(|g| g.warnings.iter().cloned()),
+        );
         for chapter in self.chapters.iter().map(AsRef::as_ref) {
             all.extend(chapter.front.warnings.iter().cloned());
             let body = chapter.body_offset..chapter.source.len();

@@ -127,9 +127,7 @@ pub(super) fn duplicate_elements(
                 let id = format!("fig-{}", figure.name);
                 claims.push((id, "the figure", figure.span.clone()));
             }
-            Piece::Glossary { span } => {
-                claims.push(("term-…".into(), GLOSSARY, span.clone()))
-            }
+            Piece::Glossary { span } => claims.push(("term-…".into(), GLOSSARY, span.clone())),
             _ => {}
         }
     }

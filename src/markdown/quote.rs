@@ -738,7 +738,9 @@ mod whole_tokens {
         for tolerance in ["±０.０１", "~２%", ">=１０", "0.1..２"] {
             let rule = format!("[0.5]{{=a {tolerance}}}");
             assert!(
-                error(&rule).0.contains("not an ASCII digit: write ASCII digits"),
+                error(&rule)
+                    .0
+                    .contains("not an ASCII digit: write ASCII digits"),
                 "{rule}: {:?}",
                 error(&rule)
             );

@@ -214,7 +214,14 @@ fn elements_with_one_id_are_errors_naming_both_places() {
     let messages: Vec<String> = diags
         .iter()
         .filter(|d| d.is_error())
-        .map(|d| format!("{}: {} / {}", d.location.as_ref().unwrap(), d.message, d.notes.join("; ")))
+        .map(|d| {
+            format!(
+                "{}: {} / {}",
+                d.location.as_ref().unwrap(),
+                d.message,
+                d.notes.join("; ")
+            )
+        })
         .collect();
     let expected = [
         "content/01-t.md:9:1: duplicate id `fig-f` on the page / the figure placed at content/01-t.md:5:1 already has it",

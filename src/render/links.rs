@@ -110,7 +110,12 @@ fn anchors<C: AsRef<Ran>>(series: &Series<C>) -> BTreeMap<&str, Vec<String>> {
         .chapters
         .iter()
         .map(AsRef::<Ran>::as_ref)
-        .map(|chapter| (chapter.slug.as_str(), ids(chapter, series.glossary.as_ref())))
+        .map(|chapter| {
+            (
+                chapter.slug.as_str(),
+                ids(chapter, series.glossary.as_ref()),
+            )
+        })
         .collect()
 }
 
@@ -215,8 +220,7 @@ fn check_page<C: AsRef<Ran>>(
             .map(AsRef::<Ran>::as_ref)
             .find(|c| c.slug == slug)
             .is_none_or(|c| c.run.is_some() || c.doc.experiments.is_empty());
-        if !target_ran && anchor.is_some_and(|a| a.starts_with("fig-") || a.starts_with("tab-"))
-        {
+        if !target_ran && anchor.is_some_and(|a| a.starts_with("fig-") || a.starts_with("tab-")) {
             continue;
         }
         let Some(ids) = anchors.get(slug.as_str()) else {
@@ -231,8 +235,7 @@ fn check_page<C: AsRef<Ran>>(
             ));
             continue;
         };
-        if let Some(anchor) = anchor.filter(|a| !a.is_empty() && !ids.iter().any(|id| id == a))
-        {
+        if let Some(anchor) = anchor.filter(|a| !a.is_empty() && !ids.iter().any(|id| id == a)) {
             let hint = did_you_mean(&closest(anchor, ids.iter().map(String::as_str)));
             let d = Diagnostic::error(format!(
                 "broken link: no anchor `#{anchor}` in chapter `{slug}`"

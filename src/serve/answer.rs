@@ -10,8 +10,8 @@ use hyper::{Method, Request, Response, StatusCode, header};
 
 use super::files::{Output, Target, content_type};
 use super::live::{Live, Poll, Snapshot};
-use super::stream::FileBody;
 use super::pages::{body_end, body_start, error_box, insert, plain_page, reload_script};
+use super::stream::FileBody;
 use super::{EVENTS, SWAP_GRACE};
 use crate::render::html::escape;
 

@@ -119,7 +119,10 @@ fn static_files(root: &Path, files: &mut Files) -> Result<(), Diagnostic> {
     while let Some(dir) = stack.pop() {
         // The series' own diagrams are the series' static files, not defaults of every site
         // (redteam-3 D22): the series gets them from its `static/` on disk like any site.
-        stack.extend(dir.dirs().filter(|d| d.path() != Path::new(SERIES_DIAGRAMS)));
+        stack.extend(
+            dir.dirs()
+                .filter(|d| d.path() != Path::new(SERIES_DIAGRAMS)),
+        );
         for file in dir.files() {
             add(file.path().to_path_buf(), file.contents().to_vec());
         }

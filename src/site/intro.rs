@@ -50,11 +50,8 @@ pub(super) fn render<C: AsRef<Ran>>(
         // A bibliography that cannot be read is reported by the chapters' citations already.
         match render::cite::load(&series.root) {
             Ok(bib) => {
-                let (citations, found) = render::cite::render_page(
-                    &series.config.citation_style,
-                    bib.as_ref(),
-                    &bound,
-                );
+                let (citations, found) =
+                    render::cite::render_page(&series.config.citation_style, bib.as_ref(), &bound);
                 problems.extend(found);
                 citations
             }
@@ -180,7 +177,9 @@ fn drift(bound: &quotes::Bound) -> Vec<Diagnostic> {
         .iter()
         .zip(&bound.claims)
         .filter(|(_, v)| v.holds == Some(false))
-        .map(|(claim, verdict)| super::claim_diagnostic(bound.location(claim.span.clone()), verdict));
+        .map(|(claim, verdict)| {
+            super::claim_diagnostic(bound.location(claim.span.clone()), verdict)
+        });
     quotes.chain(claims).collect()
 }
 
@@ -225,7 +224,8 @@ struct Offsets {
 
 impl Offsets {
     fn new(toml_text: &str, value: &str) -> Self {
-        let decoded = value_span(toml_text).and_then(|span| decode(&toml_text[span.clone()], span.start));
+        let decoded =
+            value_span(toml_text).and_then(|span| decode(&toml_text[span.clone()], span.start));
         match decoded {
             Some((text, at)) if text == value => Offsets { at },
             // The value could not be found again: every place is the start of the key.
@@ -315,8 +315,12 @@ fn decode(raw: &str, start: usize) -> Option<(String, Vec<usize>)> {
             _ => 0,
         };
         if digits > 0 {
-            let hex: String = (0..digits).filter_map(|_| chars.next().map(|(_, c)| c)).collect();
-            let decoded = u32::from_str_radix(&hex, 16).ok().and_then(char::from_u32)?;
+            let hex: String = (0..digits)
+                .filter_map(|_| chars.next().map(|(_, c)| c))
+                .collect();
+            let decoded = u32::from_str_radix(&hex, 16)
+                .ok()
+                .and_then(char::from_u32)?;
             push(decoded, offset + i, &mut text);
             continue;
         }

@@ -343,10 +343,16 @@ fn headings_on_results(chapter: &Bound) -> Vec<Diagnostic> {
         .map(|n| (format!("experiment-{n}"), format!("experiment block {n}")))
         .collect();
     for figure in results.iter().flat_map(|r| &r.figures) {
-        ids.push((format!("fig-{}", figure.name), format!("the figure `{}`", figure.name)));
+        ids.push((
+            format!("fig-{}", figure.name),
+            format!("the figure `{}`", figure.name),
+        ));
     }
     for table in results.iter().flat_map(|r| &r.tables) {
-        ids.push((format!("tab-{}", table.name), format!("the table `{}`", table.name)));
+        ids.push((
+            format!("tab-{}", table.name),
+            format!("the table `{}`", table.name),
+        ));
     }
     chapter
         .doc
@@ -551,8 +557,7 @@ pub fn build(plan: &BuildPlan) -> Outcome {
     let rendered = Rendered { refs, ..rendered };
     let (downloads, take_homes) = take_home(&series);
     timings.lap("experiment downloads");
-    let (series, files) =
-        pages_beside_search(series, take_homes, &rendered, &intro, &mut timings);
+    let (series, files) = pages_beside_search(series, take_homes, &rendered, &intro, &mut timings);
     let files = files.map(|mut files| {
         files.extend(downloads);
         files
