@@ -75,11 +75,7 @@ pub(super) fn render<C: AsRef<Ran>>(
         fold_lines: None,
         glossary: "",
     };
-    // A table scrolls sideways in its own box on a narrow screen instead of widening the
-    // index page (the intro holds no lab tables, which have their box already).
-    let mut out = html::body_html(&inputs)
-        .replace("<table>", "<div class=\"table-wrap\"><table>")
-        .replace("</table>", "</table></div>");
+    let mut out = html::body_html(&inputs);
     out.push_str(&citations.list_html);
     for d in &mut problems {
         offsets.relocate(d, &toml_text);
