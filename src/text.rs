@@ -208,6 +208,31 @@ pub fn slugify(text: &str) -> String {
     }
 }
 
+/// Characters written without spaces between them: CJK ideographs and punctuation, kana,
+/// full-width forms. Hangul is left out: Korean puts spaces between words. (`search.js` has
+/// the same ranges.)
+pub fn is_cjk(c: char) -> bool {
+    matches!(c,
+        '\u{2E80}'..='\u{9FFF}'
+        | '\u{F900}'..='\u{FAFF}'
+        | '\u{FE30}'..='\u{FE4F}'
+        | '\u{FF00}'..='\u{FFEF}'
+        | '\u{20000}'..='\u{3FFFF}')
+}
+
+/// The first digit in `text` that is not an ASCII digit (full-width `０`, Arabic-Indic `٣`;
+/// superscripts, which write exponents, excepted), with the message every rule that reads
+/// numbers gives for it: the number parsers read ASCII digits only.
+pub fn non_ascii_digit(text: &str) -> Option<(usize, String)> {
+    let (at, c) = text
+        .char_indices()
+        .find(|&(_, c)| c.is_numeric() && !c.is_ascii_digit() && !"⁰¹²³⁴⁵⁶⁷⁸⁹".contains(c))?;
+    Some((
+        at,
+        format!("`{c}` is not an ASCII digit: write ASCII digits"),
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

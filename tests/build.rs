@@ -721,7 +721,7 @@ fn a_table_in_the_intro_scrolls_in_its_own_box() {
     assert_eq!(site.run(&["build"]).code, 0);
     let index = site.read("public/index.html");
     assert!(
-        index.contains("<div class=\"table-wrap\"><table>"),
+        index.contains("<div class=\"table-wrap\">\n<table>"),
         "{index}"
     );
     assert_eq!(index.matches("<div class=\"table-wrap\">").count(), 1);

@@ -120,7 +120,7 @@ fn a_notation_symbol_katex_rejects_is_a_warning_at_its_line() {
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(
         run.stderr.contains(
-            "content/glossary.toml:6:1: warning: KaTeX cannot render this notation symbol"
+            "content/glossary.toml:6:10: warning: KaTeX cannot render this notation symbol"
         ),
         "{}",
         run.stderr
@@ -130,4 +130,199 @@ fn a_notation_symbol_katex_rejects_is_a_warning_at_its_line() {
             .contains("<code>\\frac{1</code>")
     );
     assert_ne!(site.run(&["build", "--strict"]).code, 0);
+}
+
+/// Every warning line of a run, `path:line:col: warning: message`.
+fn variant_lines(stderr: &str) -> Vec<&str> {
+    stderr
+        .lines()
+        .filter(|l| l.contains("is a variant of"))
+        .collect()
+}
+
+/// Redteam-3 D5: the documented `#term-ENGLISH` anchors are links the checker knows, from a
+/// chapter and from the glossary page itself; a term that is not there is still an error.
+#[test]
+fn links_to_glossary_rows_check_out() {
+    let site = Site::fixture("glossary");
+    site.write(
+        "content/01-first.md",
+        "+++\ntitle = \"第一篇\"\nnumber = 1\n+++\n\n见[热力图](glossary.md#term-heatmap)。\n",
+    );
+    site.write(
+        "content/appendix/glossary.md",
+        "+++\ntitle = \"术语与记号\"\n+++\n\n先看[注意力](#term-attention)。\n\n{{glossary}}\n",
+    );
+    let run = site.run(&["build", "--strict"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        site.read("public/glossary/index.html")
+            .contains("<tr id=\"term-attention\">")
+    );
+    site.write(
+        "content/01-first.md",
+        "+++\ntitle = \"第一篇\"\nnumber = 1\n+++\n\n见[热力图](glossary.md#term-heat-map)。\n",
+    );
+    let run = site.run(&["check"]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(
+        run.stderr.contains(
+            "content/01-first.md:6:2: error: broken link: no anchor `#term-heat-map` in chapter `glossary`"
+        ),
+        "{}",
+        run.stderr
+    );
+}
+
+/// Redteam-3 D6: a variant is found where the reader sees it: split by a line break or by
+/// emphasis, in another case, and in the title, summary and tags.
+#[test]
+fn variants_are_found_as_the_reader_sees_them() {
+    let site = Site::fixture("glossary");
+    site.write(
+        "content/glossary.toml",
+        "[[term]]\nterm = \"热力图\"\nenglish = \"heatmap\"\nvariants = [\"热图\", \"heat map\"]\n",
+    );
+    site.write(
+        "content/01-first.md",
+        "+++\ntitle = \"热图的画法\"\nnumber = 1\nsummary = \"画一张热图\"\ntags = [\"热图\"]\n+++\n\n\
+         画一张热\n图看看。\n\n**热**图和 Heat map 与 heat\nmap。\n\n\
+         热  \n图是两行，热力图不是变体。\n",
+    );
+    let run = site.run(&["check"]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let found = variant_lines(&run.stderr);
+    let places: Vec<&str> = found
+        .iter()
+        .map(|l| l.split(": warning").next().unwrap_or(l))
+        .map(|l| l.split(": error").next().unwrap_or(l))
+        .collect();
+    assert_eq!(
+        places,
+        [
+            "content/01-first.md:2:10",
+            "content/01-first.md:4:15",
+            "content/01-first.md:5:10",
+            "content/01-first.md:8:4",
+            "content/01-first.md:11:3",
+            "content/01-first.md:11:9",
+            "content/01-first.md:11:20",
+        ],
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("`Heat map` is a variant")
+            || run.stderr.contains("`heat map` is a variant"),
+        "{}",
+        run.stderr
+    );
+}
+
+/// Redteam-3 D16 and D20: glossary problems are reported at the value they are in, whatever
+/// the layout, and a control character put in by an escape is a warning like anywhere else.
+#[test]
+fn glossary_problems_point_at_their_value() {
+    let site = Site::fixture("glossary");
+    site.write(
+        "content/01-first.md",
+        "+++\ntitle = \"第一篇\"\nnumber = 1\n+++\n\n正文。\n",
+    );
+    // A note that mentions `symbol` before the notation, and an inline notation table.
+    site.write(
+        "content/glossary.toml",
+        "[[term]]\nterm = \"甲\"\nenglish = \"a\"\nnote = \"\"\"\nsymbol table\n\"\"\"\n\n\
+         [[notation]]\nsymbol = \"x\"\nmeaning = \"m\"\n\n[[notation]]\nsymbol = \"\\\\frac{\"\nmeaning = \"m\"\n",
+    );
+    let run = site.run(&["build"]);
+    assert!(
+        run.stderr.contains(
+            "content/glossary.toml:13:10: warning: KaTeX cannot render this notation symbol"
+        ),
+        "{}",
+        run.stderr
+    );
+    site.write(
+        "content/glossary.toml",
+        "notation = [{symbol = \"x\", meaning = \"m\"}, {symbol = \"\\\\frac{\", meaning = \"m\"}]\n",
+    );
+    let run = site.run(&["build"]);
+    assert!(
+        run.stderr.contains(
+            "content/glossary.toml:1:54: warning: KaTeX cannot render this notation symbol"
+        ),
+        "{}",
+        run.stderr
+    );
+    // A variant that is also a term, at the variant, not at the first `"乙"` in the file.
+    site.write(
+        "content/glossary.toml",
+        "[[term]]\nterm = \"甲\"\nenglish = \"a\"\nnote = \"乙\"\n\n[[term]]\nterm = \"乙\"\nenglish = \"b\"\n\n\
+         [[term]]\nterm = \"丙\"\nenglish = \"c\"\nvariants = [\"丁\", \"乙\"]\n",
+    );
+    let run = site.run(&["build"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains(
+            "content/glossary.toml:13:18: error: `乙` is both a variant of `丙` and a preferred term"
+        ),
+        "{}",
+        run.stderr
+    );
+    // Control characters from escapes, at their values.
+    site.write(
+        "content/glossary.toml",
+        "[[term]]\nterm = \"热力图\"\nenglish = \"heat\\u000cmap\"\nnote = \"x\\u0001y\"\n",
+    );
+    let run = site.run(&["build"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    for line in [
+        "content/glossary.toml:3:11: warning",
+        "content/glossary.toml:4:8: warning",
+    ] {
+        assert!(run.stderr.contains(line), "{line}\n{}", run.stderr);
+    }
+    assert_ne!(site.run(&["build", "--strict"]).code, 0);
+}
+
+/// Redteam-3 D10: two terms whose English gives one id, and the glossary placed twice, are
+/// errors naming both places.
+#[test]
+fn two_glossary_rows_with_one_id_are_an_error() {
+    let site = Site::fixture("glossary");
+    site.write(
+        "content/glossary.toml",
+        "[[term]]\nterm = \"甲\"\nenglish = \"a b\"\n\n[[term]]\nterm = \"乙\"\nenglish = \"a-b\"\n",
+    );
+    let run = site.run(&["build"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains(
+            "content/glossary.toml:7:11: error: the glossary rows of `a b` and `a-b` would both have the id `term-a-b`"
+        ),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr
+            .contains("content/glossary.toml:3: `a b` has it first"),
+        "{}",
+        run.stderr
+    );
+    site.write(
+        "content/glossary.toml",
+        "[[term]]\nterm = \"甲\"\nenglish = \"a\"\n",
+    );
+    site.write(
+        "content/appendix/glossary.md",
+        "+++\ntitle = \"术语与记号\"\n+++\n\n{{glossary}}\n\n{{glossary}}\n",
+    );
+    let run = site.run(&["build"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("content/appendix/glossary.md:7:1: error: `{{glossary}}` is placed twice"),
+        "{}",
+        run.stderr
+    );
 }

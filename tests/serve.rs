@@ -710,3 +710,78 @@ fn an_idle_server_stays_at_its_generation() {
     // and, with none, answers with the same generation after its 25 s.
     assert_eq!(server.poll(generation), generation, "{}", server.log());
 }
+
+/// The resident memory of process `pid`, in KiB (Linux's `/proc/PID/status`).
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|kib| kib.parse().ok())
+        .expect("a VmRSS line")
+}
+
+/// Redteam-3 D13: an asset goes out in chunks as the client takes them, never read whole per
+/// request, so many slow clients on a large file cost the server almost no memory. Before,
+/// eight clients holding a 48 MiB file cost it eight copies (~400 MB resident).
+#[cfg(target_os = "linux")]
+#[test]
+fn a_large_asset_is_streamed_and_slow_clients_cost_no_memory() {
+    const SIZE: usize = 48 << 20;
+    const CLIENTS: usize = 8;
+    let site = Site::fixture("serve-plain");
+    std::fs::create_dir_all(site.path("static")).unwrap();
+    let data: Vec<u8> = (0..SIZE).map(|i| (i % 251) as u8).collect();
+    std::fs::write(site.path("static/big.bin"), &data).unwrap();
+    let server = Server::start(&site);
+    let request = format!(
+        "GET /big.bin HTTP/1.1\r\nHost: 127.0.0.1:{}\r\n\r\n",
+        server.port
+    );
+    // One whole download first: every byte arrives, with its length announced.
+    let mut stream = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+    stream.set_read_timeout(Some(PATIENCE)).unwrap();
+    write!(stream, "GET /big.bin HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").unwrap();
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).unwrap();
+    let head_end = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .expect("a head")
+        + 4;
+    let head = String::from_utf8_lossy(&raw[..head_end]).to_lowercase();
+    assert!(head.starts_with("http/1.0 200"), "{head}");
+    assert!(head.contains(&format!("content-length: {SIZE}")), "{head}");
+    assert!(
+        raw[head_end..] == data[..],
+        "the download differs from the file"
+    );
+    let before = rss_kib(server.child.id());
+    // Slow clients: each asks for the file, takes its first 64 KiB and reads no more.
+    let mut clients = Vec::new();
+    for _ in 0..CLIENTS {
+        let mut client = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+        client.set_read_timeout(Some(PATIENCE)).unwrap();
+        client.write_all(request.as_bytes()).unwrap();
+        let mut first = vec![0; 64 << 10];
+        client.read_exact(&mut first).unwrap();
+        clients.push(client);
+    }
+    // Let the server fill what it can of every connection.
+    std::thread::sleep(Duration::from_secs(2));
+    let during = rss_kib(server.child.id());
+    let grown_mib = during.saturating_sub(before) / 1024;
+    eprintln!(
+        "resident: {before} KiB after one download, {during} KiB with {CLIENTS} slow clients"
+    );
+    assert!(
+        grown_mib < 16,
+        "{CLIENTS} slow clients of a {} MiB file grew the server by {grown_mib} MiB \
+         ({before} KiB -> {during} KiB)",
+        SIZE >> 20
+    );
+    // It still answers others meanwhile.
+    assert_eq!(server.get("/").status, 200);
+    drop(clients);
+}

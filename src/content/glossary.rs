@@ -33,6 +33,9 @@ pub struct Glossary {
     /// The tables for `{{glossary}}`, rendered once per build when a page places them.
     #[serde(skip)]
     pub html: String,
+    /// Problems that do not stop the build (characters XML forbids in a value), at their values.
+    #[serde(skip)]
+    pub warnings: Vec<Diagnostic>,
 }
 
 /// One term.
@@ -49,6 +52,39 @@ pub struct Term {
     /// A remark for the page.
     #[serde(default)]
     pub note: Option<String>,
+    /// Where the entry and each of its variants stand in the file, for diagnostics.
+    #[serde(skip)]
+    pub places: Places,
+}
+
+/// Byte spans of an entry's values in the glossary file (the entry's first value when a span
+/// could not be found).
+#[derive(Debug, Clone, Default)]
+pub struct Places {
+    /// The whole entry.
+    pub entry: Range<usize>,
+    /// The value of each key, by key.
+    pub keys: Vec<(String, Range<usize>)>,
+    /// Each variant's string, in order.
+    pub variants: Vec<Range<usize>>,
+}
+
+impl Places {
+    /// The span of `key`'s value, or the entry's.
+    pub fn of(&self, key: &str) -> Range<usize> {
+        self.keys
+            .iter()
+            .find(|(k, _)| k == key)
+            .map_or(self.entry.clone(), |(_, span)| span.clone())
+    }
+}
+
+impl Term {
+    /// The id of the term's row on the glossary page, `term-ENGLISH` (`term-heatmap`), which
+    /// links may name.
+    pub fn id(&self) -> String {
+        format!("term-{}", crate::text::slugify(&self.english))
+    }
 }
 
 /// One symbol of the notation.
@@ -59,9 +95,15 @@ pub struct Notation {
     pub symbol: String,
     /// What it stands for.
     pub meaning: String,
-    /// The line of its `symbol` key in the file (1-based), for diagnostics.
+    /// The line of its `symbol` value in the file (1-based), for diagnostics.
     #[serde(skip)]
     pub line: usize,
+    /// The column of its `symbol` value (1-based).
+    #[serde(skip)]
+    pub col: usize,
+    /// Where the entry's values stand in the file.
+    #[serde(skip)]
+    pub places: Places,
 }
 
 /// Reads `content/glossary.toml` if the site has one; every problem in it is listed.
@@ -78,15 +120,21 @@ impl Glossary {
     /// Parses the glossary text; `path` is shown in diagnostics.
     pub fn parse(path: &Path, text: &str) -> Result<Glossary, Vec<Diagnostic>> {
         let mut glossary: Glossary = parse_toml(path, text)?;
-        // `[[notation]]` tables keep their order, so the n-th `symbol` line is the n-th entry's.
-        let lines = text
-            .lines()
-            .enumerate()
-            .filter(|(_, l)| l.trim_start().starts_with("symbol"))
-            .map(|(i, _)| i + 1);
-        for (entry, line) in glossary.notation.iter_mut().zip(lines) {
-            entry.line = line;
+        // The values' places come from the document itself, whatever its layout (`[[term]]`
+        // tables or inline ones, keys in any order, text that mentions `symbol` in a note).
+        let document = toml::de::DeTable::parse(text).ok();
+        let document = document.as_ref().map(|d| d.get_ref());
+        let terms = entry_places(document, "term");
+        for (term, places) in glossary.terms.iter_mut().zip(terms) {
+            term.places = places;
         }
+        let symbols = entry_places(document, "notation");
+        for (entry, places) in glossary.notation.iter_mut().zip(symbols) {
+            let at = Location::in_source(path, text, places.of("symbol"));
+            (entry.line, entry.col) = (at.line, at.col);
+            entry.places = places;
+        }
+        glossary.warnings = glossary.forbidden_characters(path, text);
         let problems = glossary.problems(path, text);
         if problems.is_empty() {
             Ok(glossary)
@@ -98,21 +146,41 @@ impl Glossary {
     /// Entries the rule could not apply: an empty form, or a variant that is itself a preferred
     /// term (the rule would then contradict itself).
     fn problems(&self, path: &Path, text: &str) -> Vec<Diagnostic> {
-        let at = |needle: &str| {
-            let quoted = format!("\"{needle}\"");
-            let start = text.find(&quoted).unwrap_or(0);
-            Location::in_source(path, text, start..start + quoted.len())
-        };
+        let at = |span: Range<usize>| Location::in_source(path, text, span);
         let mut problems = Vec::new();
+        let mut ids: Vec<(String, &Term)> = Vec::new();
         for term in &self.terms {
             if term.term.trim().is_empty() {
-                problems.push(Diagnostic::error("a glossary term is empty").at(at("")));
+                problems.push(
+                    Diagnostic::error("a glossary term is empty").at(at(term.places.of("term"))),
+                );
             }
-            for variant in &term.variants {
+            let id = term.id();
+            if let Some((_, first)) = ids.iter().find(|(other, _)| *other == id) {
+                let line = at(first.places.of("english")).line;
+                problems.push(
+                    Diagnostic::error(format!(
+                        "the glossary rows of `{}` and `{}` would both have the id `{id}`",
+                        first.english, term.english
+                    ))
+                    .at(at(term.places.of("english")))
+                    .with_note(format!("{}:{line}: `{}` has it first", path.display(), first.english))
+                    .with_help("the id is the English in lowercase words joined by `-`: make the two differ in their letters or digits"),
+                );
+            } else {
+                ids.push((id, term));
+            }
+            for (i, variant) in term.variants.iter().enumerate() {
+                let span = term
+                    .places
+                    .variants
+                    .get(i)
+                    .cloned()
+                    .unwrap_or_else(|| term.places.of("variants"));
                 if variant.trim().is_empty() {
                     problems.push(
                         Diagnostic::error(format!("an empty variant of `{}`", term.term))
-                            .at(at(variant)),
+                            .at(at(span)),
                     );
                 } else if let Some(other) = self.terms.iter().find(|t| t.term == *variant) {
                     problems.push(
@@ -120,7 +188,7 @@ impl Glossary {
                             "`{variant}` is both a variant of `{}` and a preferred term",
                             term.term
                         ))
-                        .at(at(variant))
+                        .at(at(span))
                         .with_help(format!(
                             "keep one of `{}` and `{}` as the preferred term",
                             term.term, other.term
@@ -132,30 +200,186 @@ impl Glossary {
         problems
     }
 
-    /// A warning for every listed variant in the chapter's prose (the byte spans of its text
-    /// outside code, math and quotes, as the Markdown stage finds them), naming the preferred
-    /// term.
+    /// A TOML escape (`\u000c`) puts in a value what the file itself may not hold: every value
+    /// that reaches the page is checked after unescaping, as in site.toml and front matter.
+    fn forbidden_characters(&self, path: &Path, text: &str) -> Vec<Diagnostic> {
+        let mut values: Vec<(&str, &str, Range<usize>)> = Vec::new();
+        for term in &self.terms {
+            let p = &term.places;
+            values.push(("term", &term.term, p.of("term")));
+            values.push(("english", &term.english, p.of("english")));
+            if let Some(note) = &term.note {
+                values.push(("note", note, p.of("note")));
+            }
+            for (i, variant) in term.variants.iter().enumerate() {
+                let span = p
+                    .variants
+                    .get(i)
+                    .cloned()
+                    .unwrap_or_else(|| p.of("variants"));
+                values.push(("variants", variant, span));
+            }
+        }
+        for entry in &self.notation {
+            values.push(("symbol", &entry.symbol, entry.places.of("symbol")));
+            values.push(("meaning", &entry.meaning, entry.places.of("meaning")));
+        }
+        values
+            .into_iter()
+            .filter_map(|(key, value, span)| crate::text::check_value(path, text, span, key, value))
+            .collect()
+    }
+
+    /// A warning for every listed variant a reader of the chapter sees: in its prose (the byte
+    /// spans of its text outside code, math and quotes, as the Markdown stage finds them, read
+    /// across emphasis marks and hard-wrapped lines as the page joins them) and in its title,
+    /// summary, tags and category. Each names the preferred term.
     pub fn check(&self, chapter: &Chapter, prose: &[Range<usize>]) -> Vec<Diagnostic> {
         let mut found = Vec::new();
-        for span in prose {
-            let text = &chapter.source[span.clone()];
+        for run in reading_runs(&chapter.source, prose) {
             for term in &self.terms {
-                for (at, variant) in variants_in(text, term) {
-                    let start = span.start + at;
-                    found.push((
-                        start,
-                        variant_warning(chapter, start..start + variant.len(), term),
-                    ));
+                for (at, variant) in variants_in(&run.text, term) {
+                    let span = run.at[at]..run.at[at + variant.len() - 1] + 1;
+                    found.push((span.start, variant_warning(chapter, span, variant, term)));
                 }
             }
         }
+        found.extend(self.front_matter_variants(chapter));
         found.sort_by_key(|(start, _)| *start);
         found.into_iter().map(|(_, d)| d).collect()
     }
+
+    /// Variants in the front matter values the page, the index and the feed show.
+    fn front_matter_variants(&self, chapter: &Chapter) -> Vec<(usize, Diagnostic)> {
+        let front = &chapter.front;
+        let head = &chapter.source[..chapter.body_offset.min(chapter.source.len())];
+        let mut values: Vec<(&str, &str)> = vec![("title", front.title.as_str())];
+        values.extend(front.summary.as_deref().map(|s| ("summary", s)));
+        values.extend(front.category.as_deref().map(|c| ("category", c)));
+        values.extend(front.tags.iter().map(|t| ("tags", t.as_str())));
+        let mut found = Vec::new();
+        for (key, value) in values {
+            for term in &self.terms {
+                for (_, variant) in variants_in(value, term) {
+                    // The variant where the file has it, else the key's line.
+                    let line = crate::config::value_span(head, key).unwrap_or(0..0);
+                    let raw = head[line.clone()].to_ascii_lowercase();
+                    let span = raw
+                        .find(&variant.to_ascii_lowercase())
+                        .map_or(line.clone(), |i| {
+                            line.start + i..line.start + i + variant.len()
+                        });
+                    found.push((span.start, variant_warning(chapter, span, variant, term)));
+                }
+            }
+        }
+        found
+    }
 }
 
-fn variant_warning(chapter: &Chapter, span: Range<usize>, term: &Term) -> Diagnostic {
-    let variant = &chapter.source[span.clone()];
+/// Text as a reader sees it, with the place in the source of each of its bytes.
+struct Run {
+    text: String,
+    /// `at[i]`: the source offset of byte `i` of `text`.
+    at: Vec<usize>,
+}
+
+/// The prose joined where the page joins it: across emphasis marks (`**热**图`) and line
+/// breaks (a soft break between two CJK characters is nothing, between words a space).
+fn reading_runs(source: &str, prose: &[Range<usize>]) -> Vec<Run> {
+    let mut runs: Vec<Run> = Vec::new();
+    let mut end = None;
+    for span in prose.iter().filter(|s| s.end <= source.len()) {
+        let gap = end
+            .filter(|&e: &usize| e <= span.start)
+            .and_then(|e| source.get(e..span.start).map(|g| (e, g)));
+        let joined = gap.and_then(|(e, gap)| joining(source, e, gap, span.start));
+        match (joined, runs.last_mut()) {
+            (Some(space), Some(run)) => {
+                if let Some(offset) = space {
+                    run.text.push(' ');
+                    run.at.push(offset);
+                }
+            }
+            _ => runs.push(Run {
+                text: String::new(),
+                at: Vec::new(),
+            }),
+        }
+        let run = runs.last_mut().expect("a run was just pushed");
+        run.text.push_str(&source[span.clone()]);
+        run.at.extend(span.clone());
+        end = Some(span.end);
+    }
+    runs
+}
+
+/// Whether two pieces of prose separated by `gap` (at `start` of `source`, before `next`) read
+/// as one text: `None` if not, `Some(None)` joined directly, `Some(Some(offset))` joined with
+/// a space (standing at `offset`). Only emphasis marks and at most one soft line break may lie
+/// between them; a hard break (two spaces or a backslash before the newline) separates.
+fn joining(source: &str, start: usize, gap: &str, next: usize) -> Option<Option<usize>> {
+    let marks_and_space = gap
+        .chars()
+        .all(|c| matches!(c, '*' | '_' | '~') || c == ' ' || c == '\t' || c == '\n');
+    if !marks_and_space || gap.matches('\n').count() > 1 || gap.contains("  \n") {
+        return None;
+    }
+    if !gap.contains([' ', '\t', '\n']) {
+        return Some(None);
+    }
+    let before = source[..start].chars().next_back();
+    let after = source[next..].chars().next();
+    let cjk = before.is_some_and(crate::text::is_cjk) && after.is_some_and(crate::text::is_cjk);
+    if gap.contains('\n') && cjk {
+        Some(None)
+    } else {
+        let space = gap.find([' ', '\t', '\n']).map_or(start, |i| start + i);
+        Some(Some(space))
+    }
+}
+
+/// The places of the entries of the array `key` (`[[term]]`), each value by key and each
+/// variant; an entry whose places are unknown gets empty spans.
+fn entry_places(document: Option<&toml::de::DeTable<'_>>, key: &str) -> Vec<Places> {
+    use toml::de::DeValue;
+    let Some(entries) = document
+        .and_then(|d| d.iter().find(|(k, _)| k.get_ref() == key))
+        .and_then(|(_, v)| match v.get_ref() {
+            DeValue::Array(entries) => Some(entries),
+            _ => None,
+        })
+    else {
+        return Vec::new();
+    };
+    entries
+        .iter()
+        .map(|entry| {
+            let mut places = Places {
+                entry: entry.span(),
+                ..Places::default()
+            };
+            if let DeValue::Table(table) = entry.get_ref() {
+                for (k, v) in table.iter() {
+                    places.keys.push((k.get_ref().to_string(), v.span()));
+                    if k.get_ref() == "variants"
+                        && let DeValue::Array(items) = v.get_ref()
+                    {
+                        places.variants = items.iter().map(|i| i.span()).collect();
+                    }
+                }
+            }
+            places
+        })
+        .collect()
+}
+
+fn variant_warning(
+    chapter: &Chapter,
+    span: Range<usize>,
+    variant: &str,
+    term: &Term,
+) -> Diagnostic {
     Diagnostic::warning(format!(
         "`{variant}` is a variant of the glossary term `{}` ({})",
         term.term, term.english
@@ -171,20 +395,22 @@ fn variant_warning(chapter: &Chapter, span: Range<usize>, term: &Term) -> Diagno
 /// preferred form itself (a variant `注意` must not flag every `注意力`), where it is a gloss
 /// opening a parenthesis (`独热（one-hot）`, the introduction EDITORIAL asks for), and, for a
 /// variant that starts or ends with an ASCII letter or digit, inside a longer ASCII word.
+/// Letters are matched in any case (`Heat map` at the start of a sentence is `heat map`).
 fn variants_in<'t>(text: &str, term: &'t Term) -> Vec<(usize, &'t str)> {
+    let text = text.to_ascii_lowercase();
     let preferred: Vec<Range<usize>> = text
-        .match_indices(term.term.as_str())
+        .match_indices(term.term.to_ascii_lowercase().as_str())
         .map(|(i, s)| i..i + s.len())
         .collect();
     let mut hits = Vec::new();
     for variant in term.variants.iter().filter(|v| !v.is_empty()) {
-        for (i, _) in text.match_indices(variant.as_str()) {
+        for (i, _) in text.match_indices(variant.to_ascii_lowercase().as_str()) {
             let span = i..i + variant.len();
             let inside = preferred
                 .iter()
                 .any(|p| p.start <= span.start && span.end <= p.end);
             let gloss = text[..i].ends_with(['（', '(']);
-            if !inside && !gloss && whole_word(text, span) {
+            if !inside && !gloss && whole_word(&text, span) {
                 hits.push((i, variant.as_str()));
             }
         }

@@ -66,6 +66,25 @@ impl Chapter {
         })
     }
 
+    /// A chapter made of parts already checked (a page that is not a file of `content/`,
+    /// such as the site's intro).
+    pub fn new(
+        path: PathBuf,
+        slug: String,
+        source: String,
+        front: FrontMatter,
+        body_offset: usize,
+    ) -> Chapter {
+        Chapter {
+            path,
+            slug,
+            line_starts: crate::diagnostic::line_starts(&source),
+            source,
+            front,
+            body_offset,
+        }
+    }
+
     /// An unnumbered appendix page, listed after the chapters (front matter `appendix = true`,
     /// or a file under `content/appendix/`).
     pub fn is_appendix(&self) -> bool {
@@ -175,6 +194,11 @@ impl<C: AsRef<Chapter>> Series<C> {
     pub fn warnings(&self) -> Vec<Diagnostic> {
         let mut all = self.config.warnings.clone();
         all.extend(self.taxonomy.warnings.iter().cloned());
+        all.extend(
+            self.glossary
+                .iter()
+                .flat_map(|g| g.warnings.iter().cloned()),
+        );
         for chapter in self.chapters.iter().map(AsRef::as_ref) {
             all.extend(chapter.front.warnings.iter().cloned());
             let body = chapter.body_offset..chapter.source.len();

@@ -375,6 +375,9 @@ pub fn parse_rule(rule: &str) -> Result<Expr, (usize, String)> {
     if rule.is_empty() {
         return Err((0, "the claim has no rule".into()));
     }
+    if let Some((at, message)) = crate::text::non_ascii_digit(rule) {
+        return Err((at, message));
+    }
     let mut input = rule;
     let parsed = terminated(or_expr, multispace0).parse_next(&mut input);
     let at = rule.len() - input.len();

@@ -10,17 +10,7 @@ use pulldown_cmark::{Event, Tag, TagEnd};
 
 use super::Piece;
 
-/// Characters written without spaces between them: CJK ideographs and punctuation, kana,
-/// full-width forms. Hangul is left out: Korean puts spaces between words. (`search.js` has
-/// the same ranges.)
-pub fn is_cjk(c: char) -> bool {
-    matches!(c,
-        '\u{2E80}'..='\u{9FFF}'
-        | '\u{F900}'..='\u{FAFF}'
-        | '\u{FE30}'..='\u{FE4F}'
-        | '\u{FF00}'..='\u{FFEF}'
-        | '\u{20000}'..='\u{3FFFF}')
-}
+pub use crate::text::is_cjk;
 
 /// Removes every soft break whose nearest characters on both sides are CJK.
 pub(super) fn join_lines(pieces: &mut Vec<Piece>) {

@@ -98,6 +98,84 @@ pub(super) fn duplicate_ids(
     problems
 }
 
+/// What a `{{glossary}}` line claims, in the notes of [`duplicate_elements`].
+const GLOSSARY: &str = "the glossary placed";
+
+/// Ids that figures, tables, labelled equations and the glossary's rows claim on a chapter's
+/// page (redteam-3 D10): a table or figure placed twice (`{{figure: f}}` twice gives two
+/// `fig-f`), an image figure label or equation label given twice, `{{glossary}}` placed twice
+/// (every `term-…` row twice), and a heading whose id is one of these. Each is an error at the
+/// later place, naming the earlier one. (A heading that takes the id of a chart the page shows
+/// after its block is found once the experiments ran.)
+pub(super) fn duplicate_elements(
+    chapter: &crate::content::Chapter,
+    doc: &super::Doc,
+) -> Vec<Diagnostic> {
+    use super::{Piece, PlacementKind};
+    let mut claims: Vec<(String, &str, std::ops::Range<usize>)> = Vec::new();
+    for piece in &doc.pieces {
+        match piece {
+            Piece::Placement { kind, name, span } => {
+                let (id, what) = match kind {
+                    PlacementKind::Figure => (format!("fig-{name}"), "the figure placed"),
+                    PlacementKind::Table => (format!("tab-{name}"), "the table placed"),
+                };
+                claims.push((id, what, span.clone()));
+            }
+            Piece::ImageFigure(i) => {
+                let figure = &doc.image_figures[*i];
+                let id = format!("fig-{}", figure.name);
+                claims.push((id, "the figure", figure.span.clone()));
+            }
+            Piece::Glossary { span } => claims.push(("term-…".into(), GLOSSARY, span.clone())),
+            _ => {}
+        }
+    }
+    for math in doc.maths.iter().filter(|m| m.display) {
+        if let Some(label) = &math.label {
+            claims.push((format!("eq-{label}"), "the equation", math.span.clone()));
+        }
+    }
+    let mut problems = Vec::new();
+    let mut seen: std::collections::HashMap<&str, (&str, &std::ops::Range<usize>)> =
+        std::collections::HashMap::new();
+    for (id, what, span) in &claims {
+        if let Some((earlier, at)) = seen.get(id.as_str()) {
+            let message = if *what == GLOSSARY {
+                "`{{glossary}}` is placed twice: every `term-…` id would be twice on the page"
+                    .to_string()
+            } else {
+                format!("duplicate id `{id}` on the page")
+            };
+            problems.push(
+                Diagnostic::error(message)
+                    .at(chapter.location(span.clone()))
+                    .with_note(format!(
+                        "{earlier} at {} already has it",
+                        chapter.location((*at).clone())
+                    ))
+                    .with_help("place each table, figure and the glossary once, and give each label once; link to the first place instead"),
+            );
+        } else {
+            seen.insert(id, (what, span));
+        }
+    }
+    for heading in &doc.headings {
+        if let Some((what, at)) = seen.get(heading.id.as_str()) {
+            problems.push(
+                Diagnostic::error(format!("duplicate id `{}` on the page", heading.id))
+                    .at(chapter.location(heading.span.clone()))
+                    .with_note(format!(
+                        "{what} at {} has it too",
+                        chapter.location((*at).clone())
+                    ))
+                    .with_help("give the heading another id: `{#another-id}`"),
+            );
+        }
+    }
+    problems
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

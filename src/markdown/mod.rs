@@ -233,6 +233,7 @@ pub fn parse(chapter: &Chapter) -> (Doc, Vec<Diagnostic>) {
             east_asian::join_lines(&mut builder.doc.pieces);
             diagnostics.extend(builder.diagnostics);
             diagnostics.extend(headings::duplicate_ids(chapter, &builder.doc));
+            diagnostics.extend(headings::duplicate_elements(chapter, &builder.doc));
             return (builder.doc, diagnostics);
         }
         // A masked construct that did not come back as text would leak its mask onto the page:

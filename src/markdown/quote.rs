@@ -324,7 +324,7 @@ fn whole_number(
     {
         return Err(SyntaxError {
             span: inner_at + at..inner_at + at + c.len_utf8(),
-            message: format!("`{c}` is not an ASCII digit"),
+            message: format!("`{c}` is not an ASCII digit: write ASCII digits"),
             help:
                 "write the number with ASCII digits 0-9 (full-width and other digits are not read)"
                     .into(),
@@ -466,6 +466,9 @@ pub fn parse_number(text: &str, at: usize) -> QuotedNumber {
 
 /// Parses the tolerance text after the name.
 pub fn parse_tolerance(text: &str) -> Result<Tolerance, String> {
+    if let Some((_, message)) = crate::text::non_ascii_digit(text) {
+        return Err(message);
+    }
     let number = |s: &str| -> Result<f64, String> {
         let x = s
             .trim()
@@ -727,10 +730,27 @@ mod whole_tokens {
         assert!(error("[1,23]{=a}").0.contains("is not one number"));
         assert!(error("[1.2.3]{=a}").0.contains("is not one number"));
         let (message, span) = error("[约 １２ 倍]{=a}");
-        assert_eq!(message, "`１` is not an ASCII digit");
+        assert_eq!(message, "`１` is not an ASCII digit: write ASCII digits");
         assert_eq!(span, 5..8);
         assert!(error("[٣]{=a}").0.contains("not an ASCII digit"));
         assert!(error("[1e3×10⁻³]{=a}").0.contains("two exponents"));
+        // Redteam-3 D15: every rule that reads a number says so too.
+        for tolerance in ["±０.０１", "~２%", ">=１０", "0.1..２"] {
+            let rule = format!("[0.5]{{=a {tolerance}}}");
+            assert!(
+                error(&rule)
+                    .0
+                    .contains("not an ASCII digit: write ASCII digits"),
+                "{rule}: {:?}",
+                error(&rule)
+            );
+        }
+        assert!(
+            crate::markdown::claim::parse_rule("a > ０.５")
+                .unwrap_err()
+                .1
+                .contains("write ASCII digits")
+        );
     }
 
     #[test]

@@ -201,3 +201,37 @@ fn duplicate_ids_on_a_page_are_errors_naming_both_places() {
     assert!(diags.iter().all(|d| !d.is_error()), "{diags:?}");
     assert_eq!(doc.headings[1].id, "same-1");
 }
+
+/// Redteam-3 D10: a figure or table placed twice, an image figure or equation label given
+/// twice, and a heading taking one of their ids are errors at the later place naming the first.
+#[test]
+fn elements_with_one_id_are_errors_naming_both_places() {
+    let (_, _, diags) = parsed(
+        "{{figure: f}}\n\n{{table: t}}\n\n{{figure: f}}\n\n{{table: t}}\n\n\
+         ![a](x.svg){#fig:g}\n\n![b](y.svg){#fig:g}\n\n## fig-f\n\n\
+         $$\nx\n$$ {#eq:e}\n\n$$\ny\n$$ {#eq:e}\n",
+    );
+    let messages: Vec<String> = diags
+        .iter()
+        .filter(|d| d.is_error())
+        .map(|d| {
+            format!(
+                "{}: {} / {}",
+                d.location.as_ref().unwrap(),
+                d.message,
+                d.notes.join("; ")
+            )
+        })
+        .collect();
+    let expected = [
+        "content/01-t.md:9:1: duplicate id `fig-f` on the page / the figure placed at content/01-t.md:5:1 already has it",
+        "content/01-t.md:11:1: duplicate id `tab-t` on the page / the table placed at content/01-t.md:7:1 already has it",
+        "content/01-t.md:15:1: duplicate id `fig-g` on the page / the figure at content/01-t.md:13:1 already has it",
+        "content/01-t.md:23:1: duplicate id `eq-e` on the page / the equation at content/01-t.md:19:1 already has it",
+        "content/01-t.md:17:1: duplicate id `fig-f` on the page / the figure placed at content/01-t.md:5:1 has it too",
+    ];
+    assert_eq!(messages, expected, "{messages:#?}");
+    // One of each is fine.
+    let (_, _, diags) = parsed("{{figure: f}}\n\n{{table: f}}\n\n## f\n");
+    assert!(diags.iter().all(|d| !d.is_error()), "{diags:?}");
+}

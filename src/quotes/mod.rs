@@ -275,83 +275,131 @@ fn bind_claims(
     series: &Series<Ran>,
     index: &ValueIndex,
 ) -> (Vec<Vec<claims::ClaimBinding>>, Vec<Diagnostic>) {
-    let mut all = Vec::new();
     let mut errors = Vec::new();
-    for chapter in &series.chapters {
-        let mut verdicts = Vec::new();
-        for claim in &chapter.doc.claims {
-            let reads_missing = claim.expr.names().iter().any(|name| {
-                let owner = name
-                    .split_once('/')
-                    .map_or(chapter.slug.as_str(), |(o, _)| o);
-                series.chapter(owner).is_some_and(|c| c.lacks_results())
-            });
-            if reads_missing {
+    let all = series
+        .chapters
+        .iter()
+        .map(|chapter| {
+            let (verdicts, found) = chapter_claims(series, index, chapter);
+            errors.extend(found);
+            verdicts
+        })
+        .collect();
+    (all, errors)
+}
+
+/// The verdict of every claim of one text (a chapter, or the index's intro).
+fn chapter_claims<C: AsRef<Ran>>(
+    series: &Series<C>,
+    index: &ValueIndex,
+    chapter: &Ran,
+) -> (Vec<claims::ClaimBinding>, Vec<Diagnostic>) {
+    let mut verdicts = Vec::new();
+    let mut errors = Vec::new();
+    for claim in &chapter.doc.claims {
+        let reads_missing = claim.expr.names().iter().any(|name| {
+            let owner = name
+                .split_once('/')
+                .map_or(chapter.slug.as_str(), |(o, _)| o);
+            lacks_results(series, owner)
+        });
+        if reads_missing {
+            verdicts.push(claims::ClaimBinding::unevaluated(&claim.rule));
+            continue;
+        }
+        match claims::bind_claim(&claim.rule, &claim.expr, &chapter.slug, index) {
+            Ok(verdict) => verdicts.push(verdict),
+            Err(d) => {
+                errors.push(d.at(chapter.location(claim.rule_span.clone())));
                 verdicts.push(claims::ClaimBinding::unevaluated(&claim.rule));
-                continue;
-            }
-            match claims::bind_claim(&claim.rule, &claim.expr, &chapter.slug, index) {
-                Ok(verdict) => verdicts.push(verdict),
-                Err(d) => {
-                    errors.push(d.at(chapter.location(claim.rule_span.clone())));
-                    verdicts.push(claims::ClaimBinding::unevaluated(&claim.rule));
-                }
             }
         }
-        all.push(verdicts);
     }
-    (all, errors)
+    (verdicts, errors)
 }
 
 /// Binds every quote of every chapter.
 fn bind_quotes(series: &Series<Ran>, index: &ValueIndex) -> (Vec<Vec<Binding>>, Vec<Diagnostic>) {
-    let mut all = Vec::new();
     let mut errors = Vec::new();
-    // Chapters whose experiments failed or did not run: their own problem is reported, and an
-    // "unknown value" on top of it would be false.
-    let without_results: std::collections::HashSet<&str> = series
+    let all = series
         .chapters
         .iter()
-        .filter(|c| c.lacks_results())
-        .map(|c| c.slug.as_str())
+        .map(|chapter| {
+            let (bindings, found) = chapter_quotes(series, index, chapter);
+            errors.extend(found);
+            bindings
+        })
         .collect();
-    for chapter in &series.chapters {
-        let mut bindings = Vec::new();
-        for quote in &chapter.doc.quotes {
-            let owner = quote
-                .name
-                .split_once('/')
-                .map_or(chapter.slug.as_str(), |(owner, _)| owner);
-            if without_results.contains(owner) {
-                bindings.push(unbound(chapter, quote));
-                continue;
+    (all, errors)
+}
+
+/// Whether the chapter `slug` has experiments that gave no results (they failed, or never ran).
+fn lacks_results<C: AsRef<Ran>>(series: &Series<C>, slug: &str) -> bool {
+    series
+        .chapters
+        .iter()
+        .map(AsRef::<Ran>::as_ref)
+        .any(|c| c.slug == slug && c.lacks_results())
+}
+
+/// Binds every quote of one text (a chapter, or the index's intro).
+fn chapter_quotes<C: AsRef<Ran>>(
+    series: &Series<C>,
+    index: &ValueIndex,
+    chapter: &Ran,
+) -> (Vec<Binding>, Vec<Diagnostic>) {
+    let mut bindings = Vec::new();
+    let mut errors = Vec::new();
+    for quote in &chapter.doc.quotes {
+        let owner = quote
+            .name
+            .split_once('/')
+            .map_or(chapter.slug.as_str(), |(owner, _)| owner);
+        // A chapter whose experiments failed or did not run has its own problem reported, and
+        // an "unknown value" on top of it would be false.
+        if lacks_results(series, owner) {
+            bindings.push(unbound(chapter, quote));
+            continue;
+        }
+        let relative = quote.relation.as_ref().map(|relation| {
+            claims::number(&relation.rhs, &chapter.slug, index).map(|(rhs, _)| (relation, rhs))
+        });
+        match (index.get(&chapter.slug, &quote.name), relative.transpose()) {
+            (Ok(value), Ok(relative)) => {
+                let source = index.source(&chapter.slug, &quote.name);
+                let binding = match relative {
+                    Some((relation, rhs)) => bind_relative(quote, relation, value, rhs),
+                    None => bind_one(quote, value),
+                };
+                bindings.push(with_source(binding, source));
             }
-            let relative = quote.relation.as_ref().map(|relation| {
-                claims::number(&relation.rhs, &chapter.slug, index).map(|(rhs, _)| (relation, rhs))
-            });
-            match (index.get(&chapter.slug, &quote.name), relative.transpose()) {
-                (Ok(value), Ok(relative)) => {
-                    let source = index.source(&chapter.slug, &quote.name);
-                    let binding = match relative {
-                        Some((relation, rhs)) => bind_relative(quote, relation, value, rhs),
-                        None => bind_one(quote, value),
-                    };
-                    bindings.push(with_source(binding, source));
-                }
-                (Ok(_), Err(d)) => {
-                    let at = quote.name_span.end..quote.span.end - 1;
-                    errors.push(d.at(chapter.location(at)));
-                    bindings.push(unbound(chapter, quote));
-                }
-                (Err(d), _) => {
-                    errors.push(d.at(chapter.location(quote.name_span.clone())));
-                    bindings.push(unbound(chapter, quote));
-                }
+            (Ok(_), Err(d)) => {
+                let at = quote.name_span.end..quote.span.end - 1;
+                errors.push(d.at(chapter.location(at)));
+                bindings.push(unbound(chapter, quote));
+            }
+            (Err(d), _) => {
+                errors.push(d.at(chapter.location(quote.name_span.clone())));
+                bindings.push(unbound(chapter, quote));
             }
         }
-        all.push(bindings);
     }
-    (all, errors)
+    (bindings, errors)
+}
+
+/// Binds the quotes and claims of a text that is not one of the series' chapters (the index
+/// page's intro) against the series' values, as a chapter's are bound.
+pub fn bind_page<C: AsRef<Ran>>(series: &Series<C>, ran: Ran) -> (Bound, Vec<Diagnostic>) {
+    let index = ValueIndex::new(series);
+    let (bindings, mut errors) = chapter_quotes(series, &index, &ran);
+    let (claims, claim_errors) = chapter_claims(series, &index, &ran);
+    errors.extend(claim_errors);
+    let bound = Bound {
+        ran,
+        bindings,
+        claims,
+    };
+    (bound, errors)
 }
 
 /// Adds the recording line to a binding and to its hover text (in the page's language, as the

@@ -44,6 +44,9 @@ pub struct ChapterCitations {
     pub list_html: String,
 }
 
+/// Every CSL locale of the archive, decoded once per process (`serve` rebuilds).
+static LOCALES: LazyLock<Vec<Locale>> = LazyLock::new(hayagriva::archive::locales);
+
 const CANDIDATES: [&str; 3] = [
     "content/references.bib",
     "content/references.yaml",
@@ -73,8 +76,18 @@ pub fn load(root: &Path) -> Result<Option<Bibliography>, Vec<Diagnostic>> {
                 .collect::<Vec<_>>()
         })?
     } else {
-        hayagriva::io::from_yaml_str(&text)
-            .map_err(|e| vec![Diagnostic::error(format!("{}: {e}", rel.display()))])?
+        hayagriva::io::from_yaml_str(&text).map_err(|e| {
+            // serde_yaml's message ends with its own `at line L column C`: the place goes
+            // where every diagnostic has it instead.
+            let message = e.to_string();
+            let message = message.rsplit_once(" at line ").map_or(message.as_str(), |(m, _)| m);
+            let at = e.location().map_or(0, |l| l.index());
+            vec![
+                Diagnostic::error(format!("bibliography: {message}"))
+                    .at(Location::in_source(rel, &text, at..at))
+                    .with_help("fix the YAML; hayagriva's format is documented at github.com/typst/hayagriva/blob/main/docs/file-format.md"),
+            ]
+        })?
     };
     Ok(Some(Bibliography {
         path: rel.to_path_buf(),
@@ -120,14 +133,7 @@ pub fn render(
     let (Some(bib), true) = (bibliography, cited) else {
         for chapter in &series.chapters {
             for c in &chapter.doc.citations {
-                problems.push(
-                    Diagnostic::error(format!(
-                        "citation of `{}` but the site has no bibliography",
-                        c.keys.join("; ")
-                    ))
-                    .at(chapter.location(c.span.clone()))
-                    .with_help("add content/references.bib (BibTeX) or content/references.yaml"),
-                );
+                problems.push(no_bibliography(chapter, c));
             }
         }
         return (
@@ -144,8 +150,6 @@ pub fn render(
     };
     // Decoded only if some chapter's citations are not cached.
     let style = std::cell::OnceCell::new();
-    // Every CSL locale of the archive, decoded once per process (`serve` rebuilds).
-    static LOCALES: LazyLock<Vec<Locale>> = LazyLock::new(hayagriva::archive::locales);
     let mut all = Vec::new();
     for chapter in &series.chapters {
         let mut parts: Vec<&[u8]> = vec![
@@ -175,6 +179,40 @@ pub fn render(
         all.push(rendered);
     }
     (all, problems)
+}
+
+/// Renders the citations of a text that is not one of the series' chapters (the index page's
+/// intro), with a reference list of its own; not cached (an intro rarely cites).
+pub fn render_page(
+    style_name: &str,
+    bibliography: Option<&Bibliography>,
+    page: &Parsed,
+) -> (ChapterCitations, Vec<Diagnostic>) {
+    if page.doc.citations.is_empty() {
+        return (ChapterCitations::default(), Vec::new());
+    }
+    let Some(bib) = bibliography else {
+        let problems = page
+            .doc
+            .citations
+            .iter()
+            .map(|c| no_bibliography(page, c))
+            .collect();
+        return (ChapterCitations::default(), problems);
+    };
+    let Some(style) = ArchivedStyle::by_name(style_name).and_then(independent) else {
+        return (ChapterCitations::default(), vec![unknown_style(style_name)]);
+    };
+    render_chapter(bib, &style, &LOCALES, page)
+}
+
+fn no_bibliography(chapter: &Parsed, c: &crate::markdown::cite::Citation) -> Diagnostic {
+    Diagnostic::error(format!(
+        "citation of `{}` but the site has no bibliography",
+        c.keys.join("; ")
+    ))
+    .at(chapter.location(c.span.clone()))
+    .with_help("add content/references.bib (BibTeX) or content/references.yaml")
 }
 
 fn render_chapter(

@@ -29,12 +29,12 @@ pub fn html_with(
             let variants: Vec<String> = term.variants.iter().map(|v| escape(v)).collect();
             let _ = writeln!(
                 out,
-                "<tr id=\"term-{id}\"><td>{}</td><td lang=\"en\">{}</td><td>{}</td><td>{}</td></tr>",
+                "<tr id=\"{id}\"><td>{}</td><td lang=\"en\">{}</td><td>{}</td><td>{}</td></tr>",
                 escape(&term.term),
                 escape(&term.english),
                 variants.join("、"),
                 escape(term.note.as_deref().unwrap_or_default()),
-                id = escape(&crate::text::slugify(&term.english)),
+                id = escape(&term.id()),
             );
         }
         out.push_str("</tbody>\n</table></div>\n");

@@ -5,9 +5,10 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use crate::content::{Series, slug_of};
+use crate::content::{Glossary, Series, slug_of};
 use crate::diagnostic::{Diagnostic, closest, did_you_mean};
 use crate::lab::Ran;
+use crate::markdown::Piece;
 use crate::render::chapter_url;
 
 /// What a link points at, if it is internal.
@@ -105,108 +106,145 @@ fn check_image(root: &std::path::Path, dest: &str) -> Option<(String, String)> {
 
 /// Every anchor of every chapter: headings, figures, tables, experiment blocks.
 fn anchors<C: AsRef<Ran>>(series: &Series<C>) -> BTreeMap<&str, Vec<String>> {
-    let mut all = BTreeMap::new();
-    for chapter in series.chapters.iter().map(AsRef::<Ran>::as_ref) {
-        let mut ids: Vec<String> = chapter.doc.headings.iter().map(|h| h.id.clone()).collect();
-        ids.extend((1..=chapter.doc.experiments.len()).map(|n| format!("experiment-{n}")));
-        // Every code line of a block has the id of its Markdown line, as quotes link to it.
-        ids.extend(
-            chapter
-                .doc
-                .experiments
-                .iter()
-                .flat_map(|e| e.displayed_lines())
-                .map(|l| line_id(l.line)),
-        );
-        ids.extend(
-            chapter
-                .doc
-                .equation_labels()
-                .iter()
-                .map(|l| format!("eq-{l}")),
-        );
-        if !chapter.doc.citations.is_empty() {
-            ids.push("bibliography".into());
-            ids.extend(
-                chapter
-                    .doc
-                    .citations
-                    .iter()
-                    .flat_map(|c| &c.keys)
-                    .map(|k| format!("ref-{k}")),
-            );
-        }
-        if let Some(run) = &chapter.run {
-            ids.extend(
-                run.results
-                    .figures
-                    .iter()
-                    .map(|f| format!("fig-{}", f.name)),
-            );
-            ids.extend(run.results.tables.iter().map(|t| format!("tab-{}", t.name)));
-        }
-        all.insert(chapter.slug.as_str(), ids);
+    series
+        .chapters
+        .iter()
+        .map(AsRef::<Ran>::as_ref)
+        .map(|chapter| {
+            (
+                chapter.slug.as_str(),
+                ids(chapter, series.glossary.as_ref()),
+            )
+        })
+        .collect()
+}
+
+/// The anchors of one page: headings, figures, tables, experiment blocks, and the glossary's
+/// rows (`term-ENGLISH`) where the page places them.
+fn ids(chapter: &Ran, glossary: Option<&Glossary>) -> Vec<String> {
+    let mut ids: Vec<String> = chapter.doc.headings.iter().map(|h| h.id.clone()).collect();
+    let places_glossary = chapter
+        .doc
+        .pieces
+        .iter()
+        .any(|p| matches!(p, Piece::Glossary { .. }));
+    if let Some(glossary) = glossary.filter(|_| places_glossary) {
+        ids.extend(glossary.terms.iter().map(|t| t.id()));
     }
-    all
+    ids.extend((1..=chapter.doc.experiments.len()).map(|n| format!("experiment-{n}")));
+    // Every code line of a block has the id of its Markdown line, as quotes link to it.
+    ids.extend(
+        chapter
+            .doc
+            .experiments
+            .iter()
+            .flat_map(|e| e.displayed_lines())
+            .map(|l| line_id(l.line)),
+    );
+    ids.extend(
+        chapter
+            .doc
+            .equation_labels()
+            .iter()
+            .map(|l| format!("eq-{l}")),
+    );
+    if !chapter.doc.citations.is_empty() {
+        ids.push("bibliography".into());
+        ids.extend(
+            chapter
+                .doc
+                .citations
+                .iter()
+                .flat_map(|c| &c.keys)
+                .map(|k| format!("ref-{k}")),
+        );
+    }
+    if let Some(run) = &chapter.run {
+        ids.extend(
+            run.results
+                .figures
+                .iter()
+                .map(|f| format!("fig-{}", f.name)),
+        );
+        ids.extend(run.results.tables.iter().map(|t| format!("tab-{}", t.name)));
+    }
+    ids
 }
 
 /// Checks every internal link of the series.
 pub fn check<C: AsRef<Ran>>(series: &Series<C>) -> Vec<Diagnostic> {
     let anchors = anchors(series);
+    series
+        .chapters
+        .iter()
+        .flat_map(|chapter| check_page(series, &anchors, chapter.as_ref()))
+        .collect()
+}
+
+/// Checks the links of a text that is not one of the series' chapters but lives on a page of
+/// its own (the index page's intro, whose anchors are its own headings).
+pub fn check_extra<C: AsRef<Ran>>(series: &Series<C>, page: &Ran) -> Vec<Diagnostic> {
+    let mut anchors = anchors(series);
+    anchors.insert(page.slug.as_str(), ids(page, series.glossary.as_ref()));
+    check_page(series, &anchors, page)
+}
+
+/// Checks the links of one page.
+fn check_page<C: AsRef<Ran>>(
+    series: &Series<C>,
+    anchors: &BTreeMap<&str, Vec<String>>,
+    chapter: &Ran,
+) -> Vec<Diagnostic> {
     let mut problems = Vec::new();
-    for chapter in series.chapters.iter().map(AsRef::<Ran>::as_ref) {
-        for link in &chapter.doc.links {
-            if link.image {
-                if let Some((message, help)) = check_image(&series.root, &link.dest) {
-                    problems.push(
-                        Diagnostic::error(message)
-                            .at(chapter.location(link.span.clone()))
-                            .with_help(help),
-                    );
-                }
-                continue;
+    for link in &chapter.doc.links {
+        if link.image {
+            if let Some((message, help)) = check_image(&series.root, &link.dest) {
+                problems.push(
+                    Diagnostic::error(message)
+                        .at(chapter.location(link.span.clone()))
+                        .with_help(help),
+                );
             }
-            let (slug, anchor) = match target(&link.dest) {
-                Target::Chapter(slug, anchor) => (slug, anchor),
-                Target::Anchor(anchor) => (chapter.slug.clone(), Some(anchor)),
-                Target::Other => continue,
-            };
-            let at = chapter.location(link.span.clone());
-            // Figures and tables of a chapter whose experiments never ran are unknown, not missing.
-            let target_ran = series
-                .chapters
-                .iter()
-                .map(AsRef::<Ran>::as_ref)
-                .find(|c| c.slug == slug)
-                .is_none_or(|c| c.run.is_some() || c.doc.experiments.is_empty());
-            if !target_ran && anchor.is_some_and(|a| a.starts_with("fig-") || a.starts_with("tab-"))
-            {
-                continue;
-            }
-            let Some(ids) = anchors.get(slug.as_str()) else {
-                let hint = did_you_mean(&closest(&slug, anchors.keys().copied()));
-                let d = Diagnostic::error(format!(
-                    "broken link: no chapter `{slug}` (from `{}`)",
-                    link.dest
-                ))
-                .at(at);
-                problems.push(d.with_help(
-                    hint.unwrap_or_else(|| "link to a chapter file like `02-bahdanau.md`".into()),
-                ));
-                continue;
-            };
-            if let Some(anchor) = anchor.filter(|a| !a.is_empty() && !ids.iter().any(|id| id == a))
-            {
-                let hint = did_you_mean(&closest(anchor, ids.iter().map(String::as_str)));
-                let d = Diagnostic::error(format!(
-                    "broken link: no anchor `#{anchor}` in chapter `{slug}`"
-                ))
-                .at(at);
-                problems.push(d.with_help(hint.unwrap_or_else(|| {
-                    "anchors are heading ids, `fig-NAME`, `tab-NAME`, `experiment-N` and code lines `LN`"
-                        .into()
-                })));
-            }
+            continue;
+        }
+        let (slug, anchor) = match target(&link.dest) {
+            Target::Chapter(slug, anchor) => (slug, anchor),
+            Target::Anchor(anchor) => (chapter.slug.clone(), Some(anchor)),
+            Target::Other => continue,
+        };
+        let at = chapter.location(link.span.clone());
+        // Figures and tables of a chapter whose experiments never ran are unknown, not missing.
+        let target_ran = series
+            .chapters
+            .iter()
+            .map(AsRef::<Ran>::as_ref)
+            .find(|c| c.slug == slug)
+            .is_none_or(|c| c.run.is_some() || c.doc.experiments.is_empty());
+        if !target_ran && anchor.is_some_and(|a| a.starts_with("fig-") || a.starts_with("tab-")) {
+            continue;
+        }
+        let Some(ids) = anchors.get(slug.as_str()) else {
+            let hint = did_you_mean(&closest(&slug, anchors.keys().copied()));
+            let d = Diagnostic::error(format!(
+                "broken link: no chapter `{slug}` (from `{}`)",
+                link.dest
+            ))
+            .at(at);
+            problems.push(d.with_help(
+                hint.unwrap_or_else(|| "link to a chapter file like `02-bahdanau.md`".into()),
+            ));
+            continue;
+        };
+        if let Some(anchor) = anchor.filter(|a| !a.is_empty() && !ids.iter().any(|id| id == a)) {
+            let hint = did_you_mean(&closest(anchor, ids.iter().map(String::as_str)));
+            let d = Diagnostic::error(format!(
+                "broken link: no anchor `#{anchor}` in chapter `{slug}`"
+            ))
+            .at(at);
+            problems.push(d.with_help(hint.unwrap_or_else(|| {
+                "anchors are heading ids, `fig-NAME`, `tab-NAME`, `experiment-N` and code lines `LN`"
+                    .into()
+            })));
         }
     }
     problems
@@ -274,6 +312,7 @@ mod tests {
             block: 0,
             caption: "c".into(),
             svg: "<svg/>".into(),
+            not_finite: 0,
         });
         run.results.tables.push(lab_protocol::Table {
             name: "t".into(),

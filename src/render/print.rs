@@ -114,7 +114,15 @@ pub fn page(
             format!("{}{PATH}", site.base_url),
         ),
     );
-    context.insert("intro_html", intro_html.to_string());
+    // The intro's links to chapter pages become anchors here too; its ids get the empty
+    // slug's prefix (`--id`), which no chapter's can have.
+    let slugs: HashSet<&str> = series.chapters.iter().map(|c| c.slug.as_str()).collect();
+    let intro_scope = Scope {
+        slug: "",
+        base_path: &site.base_path,
+        chapters: &slugs,
+    };
+    context.insert("intro_html", scoped_html(intro_html, &intro_scope));
     context.insert("site", site);
     templates.render("print.html", context)
 }

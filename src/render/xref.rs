@@ -132,6 +132,38 @@ pub fn resolve_all<C: AsRef<Ran>>(
     (all, problems)
 }
 
+/// Resolves the references of a text that is not one of the series' chapters (the index
+/// page's intro): `@ch:` and references into chapters as from any chapter, its own labelled
+/// equations as a chapter's.
+pub fn resolve_extra<C: AsRef<Ran>>(
+    series: &Series<C>,
+    page: &Ran,
+) -> (Vec<Option<Resolved>>, Vec<Diagnostic>) {
+    let base = series.config.base_path();
+    let mut index: BTreeMap<&str, Numbered<'_>> = series
+        .chapters
+        .iter()
+        .map(AsRef::<Ran>::as_ref)
+        .map(|c| (c.slug.as_str(), Numbered::new(c)))
+        .collect();
+    index.insert(page.slug.as_str(), Numbered::new(page));
+    let mut problems = Vec::new();
+    let resolved = page
+        .doc
+        .refs
+        .iter()
+        .map(|r| {
+            if points_into_a_chapter_without_results(&index, page, r) {
+                return None;
+            }
+            resolve(&index, page, r, &base)
+                .map_err(|d| problems.push(d.at(page.location(r.span.clone()))))
+                .ok()
+        })
+        .collect();
+    (resolved, problems)
+}
+
 fn points_into_a_chapter_without_results(
     index: &BTreeMap<&str, Numbered<'_>>,
     from: &Ran,

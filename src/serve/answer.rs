@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use http_body_util::Full;
+use http_body_util::{Either, Full};
 use hyper::body::{Bytes, Incoming};
 use hyper::header::{HeaderName, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode, header};
@@ -11,12 +11,13 @@ use hyper::{Method, Request, Response, StatusCode, header};
 use super::files::{Output, Target, content_type};
 use super::live::{Live, Poll, Snapshot};
 use super::pages::{body_end, body_start, error_box, insert, plain_page, reload_script};
+use super::stream::FileBody;
 use super::{EVENTS, SWAP_GRACE};
 use crate::render::html::escape;
 
-/// A response as the server sends it: the whole body in memory (pages are small and rewritten
-/// anyway; assets are read once per request).
-pub(super) type Reply = Response<Full<Bytes>>;
+/// A response as the server sends it: pages whole in memory (they are small and rewritten
+/// anyway), assets streamed from their file in chunks.
+pub(super) type Reply = Response<Either<Full<Bytes>, FileBody>>;
 
 /// What every request shares.
 pub(super) struct Context {
@@ -71,12 +72,15 @@ impl Context {
                 Err(_) => self.not_found(path, snapshot),
             };
         }
-        match std::fs::read(file) {
-            Ok(bytes) => {
-                let asset = with_header(reply(StatusCode::OK, bytes), header::CONTENT_TYPE, &kind);
+        let opened = std::fs::File::open(file).and_then(|f| Ok((f.metadata()?.len(), f)));
+        match opened {
+            Ok((len, file)) => {
+                let mut asset = Response::new(Either::Right(FileBody::new(file, len)));
+                *asset.status_mut() = StatusCode::OK;
+                let asset = with_header(asset, header::CONTENT_TYPE, &kind);
                 with_header(asset, header::CACHE_CONTROL, "no-cache")
             }
-            // Gone between lookup and read: a rebuild swapped the output.
+            // Gone between lookup and open: a rebuild swapped the output.
             Err(_) => self.not_found(path, snapshot),
         }
     }
@@ -153,7 +157,7 @@ fn text(status: StatusCode, message: &str) -> Reply {
 }
 
 fn reply(status: StatusCode, body: impl Into<Bytes>) -> Reply {
-    let mut response = Response::new(Full::new(body.into()));
+    let mut response = Response::new(Either::Left(Full::new(body.into())));
     *response.status_mut() = status;
     response
 }

@@ -35,6 +35,7 @@ mod files;
 mod http;
 mod live;
 mod pages;
+mod stream;
 mod watch;
 
 use answer::Context;

@@ -52,12 +52,15 @@ pub fn check(root: &Path) -> Outcome {
             .as_deref()
             .is_some_and(|h| h.contains("have not run yet"))
     }));
+    let (_, intro) = super::intro::render(&series, &render::highlight::Highlighter::off());
+    out.diagnostics.extend(intro);
     let parsed = series
         .map_chapters(|chapters| chapters.into_iter().map(|bound| bound.ran.parsed).collect());
-    let _ = cite_all(&parsed, &mut out.diagnostics);
+    let (_, bibliography_read) = cite_all(&parsed, &mut out.diagnostics);
     let _ = render_math(&parsed, &mut out.diagnostics);
     out.diagnostics.promote_warnings();
-    out.errors_are_findings = true;
+    // A bibliography that cannot be read is broken input, like a broken glossary (exit 2).
+    out.errors_are_findings = bibliography_read;
     let formulas: usize = parsed.chapters.iter().map(|c| c.doc.maths.len()).sum();
     let links: usize = parsed.chapters.iter().map(|c| c.doc.links.len()).sum();
     out.report.push(format!(

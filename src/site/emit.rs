@@ -14,17 +14,18 @@ use crate::quotes;
 use crate::render;
 use crate::render::Page;
 
-use crate::markdown;
-use crate::render::{html, math::MathRenderer};
-
 /// Default static assets (CSS, JS, KaTeX CSS and fonts), embedded so any site looks right.
 static DEFAULT_STATIC: Dir<'_> = include_dir!("$CARGO_MANIFEST_DIR/static");
+
+/// The directory of the built-in `static/` that holds the series' diagrams, not site defaults.
+const SERIES_DIAGRAMS: &str = "figures";
 
 /// Every output file as `(relative path, bytes)`.
 pub(super) type Files = Vec<(PathBuf, Vec<u8>)>;
 
 pub(super) fn render_site(
     series: &Series<Page>,
+    intro: &str,
     timings: &mut super::Timings,
 ) -> Result<Files, Vec<Diagnostic>> {
     let store = render::cache::Blobs::open(render::cache::pages_dir(&series.root));
@@ -34,7 +35,6 @@ pub(super) fn render_site(
     let related = render::taxonomy::Related::new(series);
     let mut files: Files = Vec::new();
     let mut errors = Vec::new();
-    let intro = intro_html(series);
     // Every page at once: the chapters' pages and the site's own, in parallel (the print page
     // and the verification page are the largest).
     let print = series.config.print.enabled;
@@ -52,7 +52,7 @@ pub(super) fn render_site(
                     let mut pages: Vec<(&str, Box<dyn Fn() -> _ + Send + Sync>)> = vec![
                         (
                             "index.html",
-                            Box::new(|| render::index_page(&templates, series, &intro)),
+                            Box::new(|| render::index_page(&templates, series, intro)),
                         ),
                         (
                             "404.html",
@@ -70,7 +70,7 @@ pub(super) fn render_site(
                     if print {
                         pages.push((
                             render::print::PATH,
-                            Box::new(|| render::print::page(&templates, series, &intro)),
+                            Box::new(|| render::print::page(&templates, series, intro)),
                         ));
                     }
                     if verification {
@@ -130,37 +130,6 @@ pub(super) fn render_site(
     Ok(files)
 }
 
-/// The index introduction: `intro` of site.toml as Markdown (math rendered too).
-fn intro_html<C>(series: &Series<C>) -> String {
-    let renderer = MathRenderer::new(&series.config.katex.macros);
-    use pulldown_cmark::{Event, Tag, TagEnd};
-    let events = markdown::new_parser(&series.config.intro).flat_map(|(event, _)| match event {
-        Event::InlineMath(tex) => vec![Event::InlineHtml(
-            renderer
-                .render(&tex, false)
-                .unwrap_or_else(|_| html::escape(&tex))
-                .into(),
-        )],
-        Event::DisplayMath(tex) => vec![Event::Html(
-            renderer
-                .render(&tex, true)
-                .unwrap_or_else(|_| html::escape(&tex))
-                .into(),
-        )],
-        // A table scrolls sideways in its own box on a narrow screen, as in the chapters,
-        // instead of widening the page.
-        Event::Start(Tag::Table(alignment)) => vec![
-            Event::Html(r#"<div class="table-wrap">"#.into()),
-            Event::Start(Tag::Table(alignment)),
-        ],
-        Event::End(TagEnd::Table) => vec![Event::End(TagEnd::Table), Event::Html("</div>".into())],
-        other => vec![other],
-    });
-    let mut out = String::new();
-    pulldown_cmark::html::push_html(&mut out, events);
-    out
-}
-
 /// Embedded defaults first, then the site's `static/` on top.
 fn static_files(root: &Path, files: &mut Files) -> Result<(), Diagnostic> {
     let mut add = |rel: PathBuf, bytes: Vec<u8>| {
@@ -169,7 +138,12 @@ fn static_files(root: &Path, files: &mut Files) -> Result<(), Diagnostic> {
     };
     let mut stack = vec![&DEFAULT_STATIC];
     while let Some(dir) = stack.pop() {
-        stack.extend(dir.dirs());
+        // The series' own diagrams are the series' static files, not defaults of every site
+        // (redteam-3 D22): the series gets them from its `static/` on disk like any site.
+        stack.extend(
+            dir.dirs()
+                .filter(|d| d.path() != Path::new(SERIES_DIAGRAMS)),
+        );
         for file in dir.files() {
             add(file.path().to_path_buf(), file.contents().to_vec());
         }

@@ -28,6 +28,7 @@ use crate::render::{self, Page, html, math::MathRenderer};
 
 mod check;
 mod emit;
+mod intro;
 mod output;
 mod scaffold;
 mod timings;
@@ -296,6 +297,8 @@ fn check_placements(series: &Series<Bound>, diagnostics: &mut Diagnostics) {
     // A chapter without results has its failure reported already.
     for chapter in series.chapters.iter().filter(|c| !c.lacks_results()) {
         let results = chapter.run.as_ref().map(|r| &r.results);
+        diagnostics.extend(headings_on_results(chapter));
+        diagnostics.extend(not_finite_figures(chapter));
         for piece in &chapter.doc.pieces {
             let Piece::Placement { kind, name, span } = piece else {
                 continue;
@@ -329,6 +332,65 @@ fn check_placements(series: &Series<Bound>, diagnostics: &mut Diagnostics) {
             }
         }
     }
+}
+
+/// A heading whose id is that of a chart or table the experiments recorded (`## fig-w` beside
+/// figure `w`), or of an experiment block (`experiment-2`): two elements with one id on the
+/// page (redteam-3 D10), an error at the heading.
+fn headings_on_results(chapter: &Bound) -> Vec<Diagnostic> {
+    let results = chapter.run.as_ref().map(|r| &r.results);
+    let mut ids: Vec<(String, String)> = (1..=chapter.doc.experiments.len())
+        .map(|n| (format!("experiment-{n}"), format!("experiment block {n}")))
+        .collect();
+    for figure in results.iter().flat_map(|r| &r.figures) {
+        ids.push((
+            format!("fig-{}", figure.name),
+            format!("the figure `{}`", figure.name),
+        ));
+    }
+    for table in results.iter().flat_map(|r| &r.tables) {
+        ids.push((
+            format!("tab-{}", table.name),
+            format!("the table `{}`", table.name),
+        ));
+    }
+    chapter
+        .doc
+        .headings
+        .iter()
+        .filter_map(|h| {
+            let (_, what) = ids.iter().find(|(id, _)| *id == h.id)?;
+            Some(
+                Diagnostic::error(format!("duplicate id `{}` on the page", h.id))
+                    .at(chapter.location(h.span.clone()))
+                    .with_note(format!("{what} has it too"))
+                    .with_help("give the heading another id: `{#another-id}`"),
+            )
+        })
+        .collect()
+}
+
+/// A chart some of whose values are NaN or infinite leaves them out (a chart of nothing but
+/// NaN is empty axes): a warning at the block that drew it (redteam-3 D19).
+fn not_finite_figures(chapter: &Bound) -> Vec<Diagnostic> {
+    let figures = chapter.run.iter().flat_map(|r| &r.results.figures);
+    figures
+        .filter(|f| f.not_finite > 0)
+        .map(|figure| {
+            let span = chapter
+                .doc
+                .experiments
+                .iter()
+                .find(|e| e.index == figure.block)
+                .map_or(0..0, |e| e.span.clone());
+            Diagnostic::warning(format!(
+                "figure `{}`: {} value(s) are NaN or infinite and are not drawn",
+                figure.name, figure.not_finite
+            ))
+            .at(chapter.location(span))
+            .with_help("check the computation, or leave those values out of the chart")
+        })
+        .collect()
 }
 
 fn check_glossary_placements(series: &Series<Bound>, diagnostics: &mut Diagnostics) {
@@ -385,22 +447,29 @@ fn render_glossary(series: &mut Series<Parsed>, diagnostics: &mut Diagnostics) {
             Diagnostic::warning(format!(
                 "KaTeX cannot render this notation symbol: {message}"
             ))
-            .at(Location::at_line(path, glossary.notation[i].line, 1))
+            .at(Location::at_line(
+                path,
+                glossary.notation[i].line,
+                glossary.notation[i].col,
+            ))
             .with_help("fix the TeX of `symbol`; the page shows it as code until then"),
         );
     }
 }
 
-/// Stage 5a: citations and reference lists from the bibliography.
+/// Stage 5a: citations and reference lists from the bibliography. A bibliography that cannot
+/// be read is its own error, and its citations are not reported again as citing nothing
+/// (`false` then, for `check` to exit 2 as for any broken input).
 fn cite_all(
     series: &Series<Parsed>,
     diagnostics: &mut Diagnostics,
-) -> Vec<render::cite::ChapterCitations> {
+) -> (Vec<render::cite::ChapterCitations>, bool) {
     let bibliography = match render::cite::load(&series.root) {
         Ok(bib) => bib,
         Err(errors) => {
             diagnostics.extend(errors);
-            None
+            let none = vec![render::cite::ChapterCitations::default(); series.chapters.len()];
+            return (none, false);
         }
     };
     let mut cache =
@@ -408,7 +477,7 @@ fn cite_all(
     let (citations, problems) = render::cite::render(series, bibliography.as_ref(), &mut cache);
     cache.save();
     diagnostics.extend(problems);
-    citations
+    (citations, true)
 }
 
 /// Stage 5b: render every formula of the series; KaTeX errors become diagnostics.
@@ -442,20 +511,24 @@ fn render_math(
         let results: Vec<_> = rendered.by_ref().take(chapter.doc.maths.len()).collect();
         for (m, r) in chapter.doc.maths.iter().zip(&results) {
             if let Err(e) = r {
-                // A warning, as DESIGN §3.2 asks: the page shows the formula in a red box,
-                // and `--strict` (CI, publishing) turns it into a failure.
-                let mut d = Diagnostic::warning(format!("KaTeX cannot render this formula: {}", e.message))
-                    .at(chapter.location(m.span.clone()))
-                    .with_help("fix the TeX (KaTeX supports most of LaTeX math; see katex.org/docs/supported); the page shows it in a red box until then");
-                if let Some(pointer) = &e.pointer {
-                    d = d.with_note(format!("in the formula:\n{pointer}"));
-                }
-                diagnostics.push(d);
+                diagnostics.push(math_warning(chapter.location(m.span.clone()), e));
             }
         }
         per_chapter.push(results);
     }
     per_chapter
+}
+
+/// A formula KaTeX rejects: a warning, as DESIGN §3.2 asks. The page shows the formula in a
+/// red box, and `--strict` (CI, publishing) turns it into a failure.
+fn math_warning(location: Location, e: &render::math::MathError) -> Diagnostic {
+    let mut d = Diagnostic::warning(format!("KaTeX cannot render this formula: {}", e.message))
+        .at(location)
+        .with_help("fix the TeX (KaTeX supports most of LaTeX math; see katex.org/docs/supported); the page shows it in a red box until then");
+    if let Some(pointer) = &e.pointer {
+        d = d.with_note(format!("in the formula:\n{pointer}"));
+    }
+    d
 }
 
 /// `attnbook build`: the stages in order, each timed (`--timings`). Independent stages
@@ -484,6 +557,8 @@ pub fn build(plan: &BuildPlan) -> Outcome {
         experiments_beside_math(series, plan, &mut out.diagnostics, &mut timings);
     timings.lap("experiments | math, citations");
     let (series, refs) = bind_and_check(series, &mut out.diagnostics);
+    let (intro, problems) = intro::render(&series, &rendered.highlighter);
+    out.diagnostics.extend(problems);
     timings.lap("quotes, links, cross-references");
     if plan.strict {
         out.diagnostics.promote_warnings();
@@ -496,7 +571,7 @@ pub fn build(plan: &BuildPlan) -> Outcome {
     let rendered = Rendered { refs, ..rendered };
     let (downloads, take_homes) = take_home(&series);
     timings.lap("experiment downloads");
-    let (series, files) = pages_beside_search(series, take_homes, &rendered, &mut timings);
+    let (series, files) = pages_beside_search(series, take_homes, &rendered, &intro, &mut timings);
     let files = files.map(|mut files| {
         files.extend(downloads);
         files
@@ -564,7 +639,7 @@ fn experiments_beside_math(
         let highlighter = &highlighter;
         let prefetch =
             (!jobs.is_empty()).then(|| scope.spawn(move || timed(|| highlighter.prefetch(jobs))));
-        let (citations, took) = timed(|| cite_all(series, diagnostics));
+        let ((citations, _), took) = timed(|| cite_all(series, diagnostics));
         timings.part("citations", took);
         let (maths, took) = timed(|| render_math(series, diagnostics));
         timings.part("math", took);
@@ -610,6 +685,7 @@ fn pages_beside_search(
     series: Series<Bound>,
     take_homes: Vec<Option<String>>,
     rendered: &Rendered,
+    intro: &str,
     timings: &mut Timings,
 ) -> (Series<Page>, Result<emit::Files, Vec<Diagnostic>>) {
     let sections = series
@@ -624,7 +700,7 @@ fn pages_beside_search(
         let series = render_chapters(series, take_homes, rendered);
         rendered.highlighter.save();
         timings.lap("chapter bodies");
-        let files = emit::render_site(&series, timings);
+        let files = emit::render_site(&series, intro, timings);
         let index = search.map(join);
         timings.lap("search index (wait)");
         let files = files.map(|mut files| {

@@ -125,6 +125,13 @@ pub struct Figure {
     pub caption: String,
     /// A complete `<svg>` document.
     pub svg: String,
+    /// How many of the chart's values were NaN or infinite and left out of it.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub not_finite: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// Where and why a block panicked.

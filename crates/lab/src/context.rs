@@ -167,6 +167,7 @@ impl Lab {
             block,
             caption: caption.to_owned(),
             svg,
+            not_finite: chart.not_finite(),
         });
     }
 

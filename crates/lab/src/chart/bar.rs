@@ -102,6 +102,10 @@ impl Chart for Bar {
         self.size
     }
 
+    fn not_finite(&self) -> usize {
+        super::count_not_finite(self.bars.values.iter().copied())
+    }
+
     fn draw(&self, area: Area<'_>) -> ChartResult {
         let y = self.options.y_scale(self.bars.values.iter().copied());
         // The reference line's label goes in a key above the plot, where no bar can hide it.

@@ -347,6 +347,10 @@ impl Chart for Heatmap {
         (l.width, l.height)
     }
 
+    fn not_finite(&self) -> usize {
+        super::count_not_finite(self.data.iter().copied())
+    }
+
     fn draw(&self, area: Area<'_>) -> ChartResult {
         let l = self.layout();
         self.draw_cells(&area, &l)?;

@@ -316,6 +316,13 @@ impl Chart for Line {
         self.size
     }
 
+    fn not_finite(&self) -> usize {
+        let points = self.series.iter().flat_map(|s| &s.points);
+        let bands = self.series.iter().flat_map(|s| s.band.iter().flatten());
+        let values = points.chain(bands).flat_map(|&(a, b)| [a, b]);
+        super::count_not_finite(values)
+    }
+
     fn draw(&self, area: Area<'_>) -> ChartResult {
         let legend_width = f64::from(self.size.0.saturating_sub(2 * MARGIN));
         let rows = legend_rows(&self.names(), legend_width);

@@ -45,6 +45,12 @@ pub trait Chart {
     /// Draws the chart on a canvas of [`Chart::canvas_size`].
     fn draw(&self, area: Area<'_>) -> ChartResult;
 
+    /// How many of its values are NaN or infinite: the chart leaves them out, and the build
+    /// warns at the block (a chart of nothing but NaN would otherwise be empty axes).
+    fn not_finite(&self) -> usize {
+        0
+    }
+
     /// Renders the finished SVG document, with `title` as its accessible name.
     fn to_svg(&self, title: &str) -> Result<String, Box<dyn Error>> {
         let size = self.canvas_size();
@@ -66,6 +72,15 @@ impl<C: Chart + ?Sized> Chart for &C {
     fn draw(&self, area: Area<'_>) -> ChartResult {
         (**self).draw(area)
     }
+
+    fn not_finite(&self) -> usize {
+        (**self).not_finite()
+    }
+}
+
+/// How many of `values` are NaN or infinite.
+fn count_not_finite(values: impl IntoIterator<Item = f64>) -> usize {
+    values.into_iter().filter(|v| !v.is_finite()).count()
 }
 
 /// A chart drawn by a closure with plotters, for plots the ready-made charts do not cover.

@@ -160,6 +160,11 @@ impl Panels {
 }
 
 impl Chart for Panels {
+    fn not_finite(&self) -> usize {
+        let values = self.panels.iter().flat_map(|(_, bars)| &bars.values);
+        super::count_not_finite(values.copied())
+    }
+
     fn canvas_size(&self) -> (u32, u32) {
         let cols = self.cols.min(self.panels.len()).max(1);
         (
