@@ -7,7 +7,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 
 use crate::lab::LabPlan;
 use crate::serve::ServePlan;
-use crate::site::{BuildPlan, NewPlan, VerifyPlan};
+use crate::site::{BuildPlan, InitPlan, NewPlan, VerifyPlan};
 
 /// attnbook: builds an executable, verified article series on attention mechanisms.
 ///
@@ -39,6 +39,22 @@ pub enum Command {
     Check,
     /// Scaffold a new chapter `content/NN-SLUG.md` with the next number.
     New(NewArgs),
+    /// Create a new site in DIR (default: --root): site.toml, a first chapter, .gitignore and
+    /// a GitHub Pages workflow. It builds with --strict and verifies as it stands.
+    Init(InitArgs),
+}
+
+/// Flags of `init`.
+#[derive(Debug, clap::Args)]
+pub struct InitArgs {
+    /// The directory of the new site (created if missing; default: --root, `.`).
+    pub dir: Option<PathBuf>,
+    /// The language of the site and its first chapter.
+    #[arg(long, default_value = "zh-CN", value_parser = clap::builder::PossibleValuesParser::new(crate::site::INIT_LANGUAGES))]
+    pub language: String,
+    /// Write into a non-empty directory (files of the same names are replaced).
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// Flags of `serve`.
@@ -178,6 +194,8 @@ pub enum Plan {
     Check(PathBuf),
     /// Scaffold a chapter.
     New(NewPlan),
+    /// Create a site.
+    Init(InitPlan),
 }
 
 impl Cli {
@@ -215,6 +233,11 @@ impl Cli {
                 addr: std::net::SocketAddr::new(args.bind, args.port),
             }),
             Command::Check => Plan::Check(root),
+            Command::Init(args) => Plan::Init(InitPlan {
+                dir: args.dir.map_or(root, |dir| dir),
+                language: args.language,
+                force: args.force,
+            }),
             Command::New(args) => Plan::New(NewPlan {
                 title: args.title.unwrap_or_else(|| args.slug.clone()),
                 slug: args.slug,

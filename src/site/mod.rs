@@ -37,7 +37,7 @@ use timings::Timings;
 
 pub use check::check;
 pub(crate) use output::check_output_dir;
-pub use scaffold::new_chapter;
+pub use scaffold::{INIT_LANGUAGES, InitPlan, init, new_chapter};
 pub use verify::verify;
 
 /// What `build` should do.
