@@ -108,6 +108,10 @@ pub struct BuildArgs {
     /// Override `base_url` from site.toml (e.g. the GitHub Pages URL).
     #[arg(long, value_parser = parse_base_url)]
     pub base_url: Option<String>,
+    /// Override `repository` from site.toml: the git URL the take-home downloads pin
+    /// (the Pages workflow passes the repository it runs in).
+    #[arg(long, value_parser = parse_repository)]
+    pub repository: Option<String>,
     /// Build chapters marked `draft = true` too.
     #[arg(long)]
     pub drafts: bool,
@@ -168,6 +172,13 @@ fn parse_base_url(url: &str) -> Result<String, String> {
         .map_err(|bad| format!("the URL {}; {}", bad.problem, bad.help))
 }
 
+/// `--repository` is checked like `repository` in site.toml.
+fn parse_repository(url: &str) -> Result<String, String> {
+    crate::config::check_repository(url)
+        .map(|()| url.to_string())
+        .map_err(|problem| format!("the URL {problem}"))
+}
+
 impl LabArgs {
     fn plan(&self) -> LabPlan {
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -206,6 +217,7 @@ impl Cli {
             Command::Build(args) => Plan::Build(BuildPlan {
                 out: root.join(&args.out),
                 base_url: args.base_url,
+                repository: args.repository,
                 drafts: args.drafts,
                 strict: args.strict,
                 timings: args.timings,
@@ -218,6 +230,7 @@ impl Cli {
                 build: BuildPlan {
                     out: root.join(&args.out),
                     base_url: Some("/".to_string()),
+                    repository: None,
                     drafts: args.drafts,
                     strict: false,
                     timings: args.timings,
@@ -303,5 +316,20 @@ mod tests {
             panic!("not a build")
         };
         assert_eq!(plan.base_url.as_deref(), Some("https://a.b/repo/"));
+    }
+
+    /// The Pages workflow's `--repository`: checked like site.toml's, then in the plan.
+    #[test]
+    fn the_repository_flag_is_checked_and_reaches_the_plan() {
+        let error =
+            Cli::try_parse_from(["attnbook", "build", "--repository", "https://e.org/a\"b"])
+                .unwrap_err();
+        assert_eq!(error.exit_code(), 2);
+        assert!(error.to_string().contains("--repository"), "{error}");
+        let cli = Cli::parse_from(["attnbook", "build", "--repository", "https://github.com/me/fork"]);
+        let Plan::Build(plan) = cli.into_plan() else {
+            panic!("not a build")
+        };
+        assert_eq!(plan.repository.as_deref(), Some("https://github.com/me/fork"));
     }
 }

@@ -84,3 +84,25 @@ fn a_non_empty_directory_is_refused_unless_forced() {
     let message = text(&unknown);
     assert!(message.contains("en") && message.contains("zh-CN"), "{message}");
 }
+
+/// Without a terminal (stderr is a pipe here), a build whose experiments run past
+/// `ATTNBOOK_PROGRESS_AFTER` seconds prints one plain line per chapter; by default a short
+/// build prints none.
+#[test]
+fn without_a_terminal_a_long_build_prints_a_line_per_chapter() {
+    let dir = tempfile::tempdir().unwrap();
+    let site = dir.path().to_str().unwrap();
+    assert!(attnbook(&["init", site, "--language", "en"]).status.success());
+    let quiet = attnbook(&["--root", site, "build", "--rerun"]);
+    assert!(quiet.status.success(), "{}", text(&quiet));
+    assert!(!text(&quiet).contains("experiments of first"), "{}", text(&quiet));
+    let loud = Command::new(env!("CARGO_BIN_EXE_attnbook"))
+        .args(["--root", site, "build", "--rerun"])
+        .env("ATTNBOOK_PROGRESS_AFTER", "0")
+        .output()
+        .unwrap();
+    assert!(loud.status.success(), "{}", text(&loud));
+    let stderr = String::from_utf8_lossy(&loud.stderr);
+    assert!(stderr.contains("experiments of first ran in "), "{stderr}");
+    assert!(stderr.contains(" s (1/1)"), "{stderr}");
+}

@@ -470,11 +470,25 @@ fn build(
         .iter()
         .filter_map(|s| bin_of.get(s).copied())
         .collect();
-    let spinner = spinner(
-        plan.progress,
-        format!("compiling experiments of {} chapter(s)", stale.len()),
-    );
-    let built = compile::build(&crate_dir, &paths.target, &bins, &krate.map);
+    let message = format!("compiling experiments of {} chapter(s)", stale.len());
+    let spinner = spinner(plan.progress, message.clone());
+    let built = std::thread::scope(|scope| {
+        let (stop, stopped) = std::sync::mpsc::channel::<()>();
+        if !plan.progress {
+            // No terminal: a plain line every `quiet()` while cargo compiles.
+            scope.spawn(move || {
+                let started = Instant::now();
+                while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+                    stopped.recv_timeout(quiet().max(Duration::from_millis(500)))
+                {
+                    eprintln!("{message}: {} s", started.elapsed().as_secs());
+                }
+            });
+        }
+        let built = compile::build(&crate_dir, &paths.target, &bins, &krate.map);
+        drop(stop);
+        built
+    });
     spinner.finish_and_clear();
     let mut built = built?;
     for w in &built.warnings {
@@ -531,6 +545,17 @@ fn spinner(show: bool, message: String) -> indicatif::ProgressBar {
     bar
 }
 
+/// Without a terminal, how long the lab stage stays silent: past it, compiling prints a line
+/// at this interval and every chapter that finishes running prints one. 20 s, or
+/// `ATTNBOOK_PROGRESS_AFTER` seconds.
+fn quiet() -> Duration {
+    let secs = std::env::var("ATTNBOOK_PROGRESS_AFTER")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+        .unwrap_or(20);
+    Duration::from_secs(secs)
+}
+
 /// What every chapter run of one build shares.
 struct RunSettings<'a> {
     map: &'a SourceMap,
@@ -564,6 +589,8 @@ fn run_all(
     };
     bar.set_message("running experiments");
     let next = AtomicUsize::new(0);
+    let done = AtomicUsize::new(0);
+    let running = Instant::now();
     let outcomes: Mutex<Vec<Option<Outcome>>> = Mutex::new(vec![None; jobs.len()]);
     let settings = RunSettings {
         map,
@@ -588,7 +615,20 @@ fn run_all(
                 scope.spawn(|| {
                     while let Some(&index) = order.get(next.fetch_add(1, Ordering::SeqCst)) {
                         let (chapter, executable) = jobs[index];
+                        let started = Instant::now();
                         let outcome = run_chapter(&settings, chapter, executable);
+                        if !plan.progress && running.elapsed() >= quiet() {
+                            // No terminal (a CI log): once running takes long, one plain line
+                            // per chapter, so a long build is seen to move.
+                            eprintln!(
+                                "experiments of {} {} in {:.1} s ({}/{})",
+                                chapter.slug,
+                                if outcome.is_ok() { "ran" } else { "failed" },
+                                started.elapsed().as_secs_f64(),
+                                done.fetch_add(1, Ordering::SeqCst) + 1,
+                                jobs.len()
+                            );
+                        }
                         if let Ok(mut all) = outcomes.lock() {
                             all[index] = Some(outcome);
                         }

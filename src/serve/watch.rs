@@ -220,6 +220,7 @@ mod tests {
     /// The sources of a site served as `attnbook --root ROOT serve` serves it (into `public/`).
     fn sources_of(root: &Path) -> Sources {
         let plan = BuildPlan {
+            repository: None,
             root: root.to_path_buf(),
             out: root.join("public"),
             base_url: Some("/".into()),

@@ -49,6 +49,9 @@ pub struct BuildPlan {
     pub out: PathBuf,
     /// Overrides `base_url` of site.toml.
     pub base_url: Option<String>,
+    /// Overrides `repository` of site.toml (the Pages workflow passes the repository it runs
+    /// in, so a fork's downloads point at the fork).
+    pub repository: Option<String>,
     /// Include drafts.
     pub drafts: bool,
     /// Warnings fail the build.
@@ -464,6 +467,9 @@ pub fn build(plan: &BuildPlan) -> Outcome {
     };
     if let Some(url) = &plan.base_url {
         series.config.base_url = url.clone();
+    }
+    if let Some(url) = &plan.repository {
+        series.config.repository = Some(url.clone());
     }
     timings.lap("content + markdown");
     let (series, rendered) =
