@@ -326,10 +326,18 @@ mod tests {
                 .unwrap_err();
         assert_eq!(error.exit_code(), 2);
         assert!(error.to_string().contains("--repository"), "{error}");
-        let cli = Cli::parse_from(["attnbook", "build", "--repository", "https://github.com/me/fork"]);
+        let cli = Cli::parse_from([
+            "attnbook",
+            "build",
+            "--repository",
+            "https://github.com/me/fork",
+        ]);
         let Plan::Build(plan) = cli.into_plan() else {
             panic!("not a build")
         };
-        assert_eq!(plan.repository.as_deref(), Some("https://github.com/me/fork"));
+        assert_eq!(
+            plan.repository.as_deref(),
+            Some("https://github.com/me/fork")
+        );
     }
 }

@@ -38,11 +38,17 @@ fn init_builds_and_verifies(language: &str) {
     let gitignore = std::fs::read_to_string(site.join(".gitignore")).unwrap();
     assert!(gitignore.contains("public/") && gitignore.contains(".attnbook/"));
     let config = std::fs::read_to_string(site.join("site.toml")).unwrap();
-    assert!(config.contains(&format!("language = \"{language}\"")), "{config}");
+    assert!(
+        config.contains(&format!("language = \"{language}\"")),
+        "{config}"
+    );
     let build = attnbook(&["--root", site_arg, "build", "--strict"]);
     assert!(build.status.success(), "{}", text(&build));
     let page = std::fs::read_to_string(site.join("public/first/index.html")).unwrap();
-    assert!(page.contains("id=\"fig-weights\""), "the chart is on the page");
+    assert!(
+        page.contains("id=\"fig-weights\""),
+        "the chart is on the page"
+    );
     assert!(page.contains("<svg"), "the chart is drawn");
     assert!(page.contains("0.67"), "the bound number is on the page");
     assert!(page.contains("<details"), "the exercise's answer is folded");
@@ -72,7 +78,11 @@ fn a_non_empty_directory_is_refused_unless_forced() {
     let root = dir.path().to_str().unwrap();
     let refused = attnbook(&["--root", root, "init"]);
     assert_eq!(refused.status.code(), Some(2), "{}", text(&refused));
-    assert!(text(&refused).contains("is not empty"), "{}", text(&refused));
+    assert!(
+        text(&refused).contains("is not empty"),
+        "{}",
+        text(&refused)
+    );
     assert!(text(&refused).contains("--force"), "{}", text(&refused));
     assert!(!dir.path().join("site.toml").exists(), "nothing written");
     let forced = attnbook(&["--root", root, "init", "--force"]);
@@ -82,7 +92,10 @@ fn a_non_empty_directory_is_refused_unless_forced() {
     let unknown = attnbook(&["init", "x", "--language", "fr"]);
     assert_eq!(unknown.status.code(), Some(2));
     let message = text(&unknown);
-    assert!(message.contains("en") && message.contains("zh-CN"), "{message}");
+    assert!(
+        message.contains("en") && message.contains("zh-CN"),
+        "{message}"
+    );
 }
 
 /// Without a terminal (stderr is a pipe here), a build whose experiments run past
@@ -92,10 +105,18 @@ fn a_non_empty_directory_is_refused_unless_forced() {
 fn without_a_terminal_a_long_build_prints_a_line_per_chapter() {
     let dir = tempfile::tempdir().unwrap();
     let site = dir.path().to_str().unwrap();
-    assert!(attnbook(&["init", site, "--language", "en"]).status.success());
+    assert!(
+        attnbook(&["init", site, "--language", "en"])
+            .status
+            .success()
+    );
     let quiet = attnbook(&["--root", site, "build", "--rerun"]);
     assert!(quiet.status.success(), "{}", text(&quiet));
-    assert!(!text(&quiet).contains("experiments of first"), "{}", text(&quiet));
+    assert!(
+        !text(&quiet).contains("experiments of first"),
+        "{}",
+        text(&quiet)
+    );
     let loud = Command::new(env!("CARGO_BIN_EXE_attnbook"))
         .args(["--root", site, "build", "--rerun"])
         .env("ATTNBOOK_PROGRESS_AFTER", "0")

@@ -19,19 +19,16 @@ fn target_dir() -> PathBuf {
 
 /// Copies `from` into `to`, leaving out what a clone does not have (build output, caches, git).
 fn copy_repo(from: &Path, to: &Path) {
-    for entry in walkdir::WalkDir::new(from)
-        .into_iter()
-        .filter_entry(|e| {
-            let name = e.file_name().to_string_lossy();
-            e.depth() == 0
-                || !(name == "target"
-                    || name == ".git"
-                    || name == "public"
-                    || name == ".attnbook"
-                    || name == "node_modules"
-                    || (e.depth() == 1 && (name == "bench" || name == "fuzz")))
-        })
-    {
+    for entry in walkdir::WalkDir::new(from).into_iter().filter_entry(|e| {
+        let name = e.file_name().to_string_lossy();
+        e.depth() == 0
+            || !(name == "target"
+                || name == ".git"
+                || name == "public"
+                || name == ".attnbook"
+                || name == "node_modules"
+                || (e.depth() == 1 && (name == "bench" || name == "fuzz")))
+    }) {
         let entry = entry.unwrap();
         let dest = to.join(entry.path().strip_prefix(from).unwrap());
         if entry.file_type().is_dir() {
@@ -46,7 +43,13 @@ fn copy_repo(from: &Path, to: &Path) {
 /// finds them fresh (same profile, same flags) and compiles only the workspace's packages.
 fn seed_install_target(install: &Path) {
     let from = target_dir().join("debug");
-    let ours = ["attnbook", "lab", "attention", "lab_protocol", "lab-protocol"];
+    let ours = [
+        "attnbook",
+        "lab",
+        "attention",
+        "lab_protocol",
+        "lab-protocol",
+    ];
     let is_ours = |name: &str| {
         ours.iter().any(|p| {
             name.strip_prefix(p)
@@ -64,7 +67,9 @@ fn seed_install_target(install: &Path) {
             let keep = if sub == "deps" {
                 file_type.is_file()
                     && !is_ours(&name)
-                    && [".rlib", ".rmeta", ".d", ".so"].iter().any(|x| name.ends_with(x))
+                    && [".rlib", ".rmeta", ".d", ".so"]
+                        .iter()
+                        .any(|x| name.ends_with(x))
             } else {
                 !is_ours(&name)
             };
@@ -116,8 +121,10 @@ fn an_installed_binary_builds_and_verifies_a_site_without_its_sources() {
     let home = work.path().join("home");
     std::fs::create_dir_all(&home).unwrap();
     let user_home = PathBuf::from(std::env::var_os("HOME").unwrap());
-    let cargo_home = std::env::var_os("CARGO_HOME").map_or_else(|| user_home.join(".cargo"), PathBuf::from);
-    let rustup_home = std::env::var_os("RUSTUP_HOME").map_or_else(|| user_home.join(".rustup"), PathBuf::from);
+    let cargo_home =
+        std::env::var_os("CARGO_HOME").map_or_else(|| user_home.join(".cargo"), PathBuf::from);
+    let rustup_home =
+        std::env::var_os("RUSTUP_HOME").map_or_else(|| user_home.join(".rustup"), PathBuf::from);
     let run = |args: &[&str]| {
         let output = Command::new(&binary)
             .args(args)
@@ -150,7 +157,8 @@ fn an_installed_binary_builds_and_verifies_a_site_without_its_sources() {
         run(&["--root", site, "build", "--strict"]);
         let verified = run(&["--root", site, "verify"]);
         assert!(verified.contains("0 drifted"), "{verified}");
-        let manifest = std::fs::read_to_string(Path::new(site).join(".attnbook/lab/Cargo.toml")).unwrap();
+        let manifest =
+            std::fs::read_to_string(Path::new(site).join(".attnbook/lab/Cargo.toml")).unwrap();
         let cache = home.join(".cache/attnbook/runtime");
         assert!(
             manifest.contains(&cache.display().to_string()),
@@ -162,7 +170,10 @@ fn an_installed_binary_builds_and_verifies_a_site_without_its_sources() {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     assert_eq!(runtimes.len(), 1, "written once: {runtimes:?}");
-    assert!(runtimes[0].starts_with(env!("CARGO_PKG_VERSION")), "{runtimes:?}");
+    assert!(
+        runtimes[0].starts_with(env!("CARGO_PKG_VERSION")),
+        "{runtimes:?}"
+    );
     eprintln!(
         "install: {:.1} s, install + two sites built and verified: {:.1} s",
         installed.as_secs_f64(),

@@ -296,6 +296,17 @@ mod tests {
         );
     }
 
+    /// Where the runtime lives is no input: the built-in copy in another cache directory, or
+    /// a checkout elsewhere, with the same files gives the same key.
+    #[test]
+    fn the_environment_key_does_not_depend_on_where_the_runtime_lives() {
+        let (a, b) = (runtime(), runtime());
+        assert_eq!(
+            key_of(a.path(), "rustc", "g"),
+            key_of(b.path(), "rustc", "g")
+        );
+    }
+
     /// The identity names this attnbook's version, the results format (a new format reruns
     /// every chapter, even with a runtime crate outside this repository) and the generator's
     /// template fingerprint.

@@ -33,8 +33,7 @@ pub(super) fn seed(
     let inputs = hasher.finalize().to_hex().to_string();
     let lock = crate_dir.join("Cargo.lock");
     let marker = crate_dir.join(SEED);
-    if lock.exists() && std::fs::read_to_string(&marker).ok().as_deref() == Some(inputs.as_str())
-    {
+    if lock.exists() && std::fs::read_to_string(&marker).ok().as_deref() == Some(inputs.as_str()) {
         return Ok(false);
     }
     match seed_text {
@@ -84,20 +83,32 @@ mod tests {
         std::fs::write(dir.path().join("Cargo.toml"), "[workspace]\n").unwrap();
         let seed_file_dir = Some(dir.path());
         assert!(seed(&krate, seed_file_dir, "m1").unwrap());
-        assert_eq!(std::fs::read_to_string(krate.join("Cargo.lock")).unwrap(), "version = 4\n");
+        assert_eq!(
+            std::fs::read_to_string(krate.join("Cargo.lock")).unwrap(),
+            "version = 4\n"
+        );
         std::fs::write(krate.join("Cargo.lock"), "resolved by cargo").unwrap();
         assert!(!seed(&krate, seed_file_dir, "m1").unwrap());
-        assert_eq!(std::fs::read_to_string(krate.join("Cargo.lock")).unwrap(), "resolved by cargo");
+        assert_eq!(
+            std::fs::read_to_string(krate.join("Cargo.lock")).unwrap(),
+            "resolved by cargo"
+        );
         assert!(seed(&krate, seed_file_dir, "m2").unwrap(), "a new manifest");
         std::fs::write(krate.join("Cargo.lock"), "resolved by cargo").unwrap();
         std::fs::write(&seed_file, "version = 4\n# new\n").unwrap();
-        assert!(seed(&krate, seed_file_dir, "m2").unwrap(), "a new runtime lock");
+        assert!(
+            seed(&krate, seed_file_dir, "m2").unwrap(),
+            "a new runtime lock"
+        );
         assert_eq!(
             std::fs::read_to_string(krate.join("Cargo.lock")).unwrap(),
             "version = 4\n# new\n"
         );
         std::fs::write(krate.join("Cargo.lock"), "resolved by cargo").unwrap();
         std::fs::write(dir.path().join("Cargo.toml"), "[workspace]\n# features\n").unwrap();
-        assert!(seed(&krate, seed_file_dir, "m2").unwrap(), "a new workspace manifest");
+        assert!(
+            seed(&krate, seed_file_dir, "m2").unwrap(),
+            "a new workspace manifest"
+        );
     }
 }

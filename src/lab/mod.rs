@@ -224,7 +224,9 @@ fn workspace_root(krate: &Path) -> Option<PathBuf> {
     krate.ancestors().skip(1).find_map(|dir| {
         let text = std::fs::read_to_string(dir.join("Cargo.toml")).ok()?;
         let manifest: toml::Table = toml::from_str(&text).ok()?;
-        manifest.contains_key("workspace").then(|| dir.to_path_buf())
+        manifest
+            .contains_key("workspace")
+            .then(|| dir.to_path_buf())
     })
 }
 

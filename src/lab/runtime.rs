@@ -87,7 +87,9 @@ impl Runtime {
     fn default_target(&self) -> PathBuf {
         match self.source {
             Source::Checkout => self.root.join("target"),
-            Source::BuiltIn => cache_dir().map_or_else(|| self.root.join("target"), |c| c.join("target")),
+            Source::BuiltIn => {
+                cache_dir().map_or_else(|| self.root.join("target"), |c| c.join("target"))
+            }
         }
     }
 
@@ -128,7 +130,10 @@ fn built_in_files(manifest: &str) -> Vec<(String, Vec<u8>)> {
         ("Cargo.lock".to_string(), ROOT_LOCK.as_bytes().to_vec()),
     ];
     for (dir, crate_manifest, sources) in CRATES {
-        files.push((format!("{dir}/Cargo.toml"), crate_manifest.as_bytes().to_vec()));
+        files.push((
+            format!("{dir}/Cargo.toml"),
+            crate_manifest.as_bytes().to_vec(),
+        ));
         let mut stack = vec![sources];
         while let Some(d) = stack.pop() {
             for file in d.files() {
@@ -153,12 +158,18 @@ fn files_on_disk(root: &Path) -> Option<Vec<(String, Vec<u8>)>> {
     }
     for (dir, _, _) in CRATES {
         let krate = root.join(dir);
-        files.push((format!("{dir}/Cargo.toml"), std::fs::read(krate.join("Cargo.toml")).ok()?));
+        files.push((
+            format!("{dir}/Cargo.toml"),
+            std::fs::read(krate.join("Cargo.toml")).ok()?,
+        ));
         for entry in walkdir::WalkDir::new(krate.join("src")) {
             let entry = entry.ok()?;
             if entry.file_type().is_file() {
                 let rel = entry.path().strip_prefix(root).ok()?;
-                files.push((rel.to_string_lossy().into_owned(), std::fs::read(entry.path()).ok()?));
+                files.push((
+                    rel.to_string_lossy().into_owned(),
+                    std::fs::read(entry.path()).ok()?,
+                ));
             }
         }
     }
@@ -231,7 +242,12 @@ fn workspace_manifest() -> Result<String, String> {
     workspace.remove("exclude");
     workspace.insert(
         "members".into(),
-        toml::Value::Array(CRATES.iter().map(|(d, _, _)| toml::Value::from(*d)).collect()),
+        toml::Value::Array(
+            CRATES
+                .iter()
+                .map(|(d, _, _)| toml::Value::from(*d))
+                .collect(),
+        ),
     );
     let mut out = toml::Table::new();
     out.insert("workspace".into(), toml::Value::Table(workspace));
@@ -251,7 +267,12 @@ fn write_built_in(cache: &Path, hash_hex: &str) -> Result<PathBuf, String> {
     if files_on_disk(&dir).is_some_and(|on_disk| hash(&on_disk) == hash(&files)) {
         return Ok(dir);
     }
-    let io = |e: std::io::Error| format!("cannot write the experiment runtime into {}: {e}", parent.display());
+    let io = |e: std::io::Error| {
+        format!(
+            "cannot write the experiment runtime into {}: {e}",
+            parent.display()
+        )
+    };
     std::fs::create_dir_all(&parent).map_err(io)?;
     let staging = tempfile::Builder::new()
         .prefix(".partial-")
@@ -304,11 +325,19 @@ mod tests {
         let manifest: toml::Table =
             toml::from_str(&std::fs::read_to_string(dir.join("Cargo.toml")).unwrap()).unwrap();
         assert!(manifest.get("package").is_none());
-        assert!(manifest["workspace"]["dependencies"].get("ndarray").is_some());
+        assert!(
+            manifest["workspace"]["dependencies"]
+                .get("ndarray")
+                .is_some()
+        );
         let lib = dir.join("crates/lab/src/lib.rs");
         let mtime = std::fs::metadata(&lib).unwrap().modified().unwrap();
         assert_eq!(write_built_in(cache.path(), &built_in_hash()).unwrap(), dir);
-        assert_eq!(std::fs::metadata(&lib).unwrap().modified().unwrap(), mtime, "not rewritten");
+        assert_eq!(
+            std::fs::metadata(&lib).unwrap().modified().unwrap(),
+            mtime,
+            "not rewritten"
+        );
         std::fs::write(&lib, "// edited").unwrap();
         write_built_in(cache.path(), &built_in_hash()).unwrap();
         assert_ne!(std::fs::read_to_string(&lib).unwrap(), "// edited");

@@ -69,7 +69,10 @@ pub fn downloads<C: AsRef<Ran>>(series: &Series<C>) -> Result<Vec<Download>, Str
         return Ok(Vec::new());
     }
     let paths = Paths::new(series)?;
-    if paths.runtime.is_some_and(|r| r.source == super::runtime::Source::BuiltIn) {
+    if paths
+        .runtime
+        .is_some_and(|r| r.source == super::runtime::Source::BuiltIn)
+    {
         return Err(format!(
             "the experiments linked attnbook's built-in runtime (attnbook {}, sources {}), \
              which no commit of `repository` is known to hold; build with attnbook run from a \
@@ -301,7 +304,11 @@ fn take_home_lock(
         } else if lock_field(block, "source").is_none() {
             let version = lock_field(block, "version").ok_or("a package has no version")?;
             let line = format!("version = \"{version}\"");
-            block.replacen(&line, &format!("{line}\nsource = {}", toml_string(source)), 1)
+            block.replacen(
+                &line,
+                &format!("{line}\nsource = {}", toml_string(source)),
+                1,
+            )
         } else {
             block.to_string()
         };
@@ -471,17 +478,26 @@ mod tests {
     /// holding it unchanged (site.toml refuses such URLs; the files never depend on that).
     #[test]
     fn the_repository_is_escaped_as_toml_in_manifest_and_lock() {
-        for repository in ["https://e.org/a/b\"c", "https://e.org/a/b\\c", "https://e.org/a\u{ad}\u{200b}\u{301}'"] {
+        for repository in [
+            "https://e.org/a/b\"c",
+            "https://e.org/a/b\\c",
+            "https://e.org/a\u{ad}\u{200b}\u{301}'",
+        ] {
             let pin = Pin {
                 repository: repository.into(),
                 ..pin()
             };
             let text = manifest("p", "t", "https://e.org/", &pin);
-            let parsed: toml::Table = toml::from_str(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
-            assert_eq!(parsed["dependencies"]["lab"]["git"].as_str(), Some(repository));
+            let parsed: toml::Table =
+                toml::from_str(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+            assert_eq!(
+                parsed["dependencies"]["lab"]["git"].as_str(),
+                Some(repository)
+            );
             let source = format!("git+{repository}?rev=c0ffee#c0ffee");
             let lock = take_home_lock(BUILD_LOCK, "attnbook-lab-0123456789", "p", &source).unwrap();
-            let parsed: toml::Table = toml::from_str(&lock).unwrap_or_else(|e| panic!("{e}\n{lock}"));
+            let parsed: toml::Table =
+                toml::from_str(&lock).unwrap_or_else(|e| panic!("{e}\n{lock}"));
             let lab = parsed["package"]
                 .as_array()
                 .unwrap()
@@ -490,6 +506,51 @@ mod tests {
                 .unwrap();
             assert_eq!(lab["source"].as_str(), Some(source.as_str()));
         }
+    }
+
+    /// Redteam-3 D7: the pin sees the workspace root's `Cargo.toml` (whose
+    /// `[workspace.dependencies]` the runtime inherits) and `Cargo.lock`, not only `crates/`.
+    #[test]
+    fn an_uncommitted_workspace_manifest_withdraws_the_pin() {
+        let repo = tempfile::tempdir().unwrap();
+        let root = repo.path();
+        for (file, text) in [
+            (
+                "Cargo.toml",
+                "[workspace]\n[workspace.dependencies]\nndarray = \"0.17\"\n",
+            ),
+            ("Cargo.lock", "version = 4\n"),
+            ("crates/lab/Cargo.toml", "[package]\nname = \"lab\"\n"),
+        ] {
+            std::fs::create_dir_all(root.join(file).parent().unwrap()).unwrap();
+            std::fs::write(root.join(file), text).unwrap();
+        }
+        let git = |args: &[&str]| {
+            let status = Command::new("git")
+                .arg("-C")
+                .arg(root)
+                .args(["-c", "user.name=t", "-c", "user.email=t@e.org"])
+                .args(args)
+                .stdout(Stdio::null())
+                .status()
+                .unwrap();
+            assert!(status.success(), "git {args:?}");
+        };
+        git(&["init", "-q"]);
+        git(&["add", "."]);
+        git(&["commit", "-qm", "runtime"]);
+        let lab = root.join("crates/lab");
+        let url = "https://e.org/r";
+        assert!(pin(url, &lab, Some(root)).is_ok());
+        for file in ["Cargo.toml", "Cargo.lock"] {
+            let before = std::fs::read_to_string(root.join(file)).unwrap();
+            std::fs::write(root.join(file), format!("{before}# edited\n")).unwrap();
+            let err = pin(url, &lab, Some(root)).unwrap_err();
+            assert!(err.contains("uncommitted changes"), "{file}: {err}");
+            assert!(err.contains(file), "{file}: {err}");
+            std::fs::write(root.join(file), before).unwrap();
+        }
+        assert!(pin(url, &lab, Some(root)).is_ok(), "clean again");
     }
 
     #[test]

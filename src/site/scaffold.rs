@@ -194,8 +194,11 @@ pub fn init(plan: &InitPlan) -> Outcome {
     let today = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
     let Some(files) = init_files(&plan.language, &today[..10]) else {
         out.diagnostics.push(
-            Diagnostic::error(format!("no site template for the language `{}`", plan.language))
-                .with_help(format!("use one of: {}", INIT_LANGUAGES.join(", "))),
+            Diagnostic::error(format!(
+                "no site template for the language `{}`",
+                plan.language
+            ))
+            .with_help(format!("use one of: {}", INIT_LANGUAGES.join(", "))),
         );
         return out;
     };
@@ -227,8 +230,10 @@ pub fn init(plan: &InitPlan) -> Outcome {
             .map_or(Ok(()), std::fs::create_dir_all)
             .and_then(|()| std::fs::write(&path, text));
         if let Err(e) = written {
-            out.diagnostics
-                .push(Diagnostic::error(format!("cannot write {}: {e}", path.display())));
+            out.diagnostics.push(Diagnostic::error(format!(
+                "cannot write {}: {e}",
+                path.display()
+            )));
             return out;
         }
         out.report.push(format!("created {}", path.display()));
@@ -267,12 +272,23 @@ mod tests {
             let config = crate::config::Config::parse(std::path::Path::new("site.toml"), site)
                 .unwrap_or_else(|d| panic!("{d:?}"));
             assert_eq!(config.language, language);
-            let (path, text) = files.iter().find(|(p, _)| p.starts_with("content/")).unwrap();
+            let (path, text) = files
+                .iter()
+                .find(|(p, _)| p.starts_with("content/"))
+                .unwrap();
             let chapter = content::Chapter::parse(std::path::Path::new(path), text.clone())
                 .unwrap_or_else(|d| panic!("{d:?}"));
             assert_eq!(chapter.front.seed, Some(20261201));
-            assert!(files.iter().any(|(p, t)| *p == ".gitignore" && t.contains("public/")));
-            assert!(files.iter().any(|(p, t)| p.ends_with("pages.yml") && t.contains(ATTNBOOK_GIT)));
+            assert!(
+                files
+                    .iter()
+                    .any(|(p, t)| *p == ".gitignore" && t.contains("public/"))
+            );
+            assert!(
+                files
+                    .iter()
+                    .any(|(p, t)| p.ends_with("pages.yml") && t.contains(ATTNBOOK_GIT))
+            );
         }
         assert!(init_files("fr", "2026-12-01").is_none());
     }
