@@ -293,7 +293,7 @@ fn write_built_in(cache: &Path, hash_hex: &str) -> Result<PathBuf, String> {
     if let Err(e) = std::fs::rename(&staged, &dir) {
         let _ = std::fs::remove_dir_all(&staged);
         // Another attnbook wrote the same copy at the same moment.
-        if !files_on_disk(&dir).is_some_and(|on_disk| hash(&on_disk) == hash(&files)) {
+        if files_on_disk(&dir).is_none_or(|on_disk| hash(&on_disk) != hash(&files)) {
             return Err(io(e));
         }
     }

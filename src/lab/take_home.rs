@@ -541,16 +541,16 @@ mod tests {
         git(&["commit", "-qm", "runtime"]);
         let lab = root.join("crates/lab");
         let url = "https://e.org/r";
-        assert!(pin(url, &lab, Some(root)).is_ok());
+        assert!(super::pin(url, &lab, Some(root)).is_ok());
         for file in ["Cargo.toml", "Cargo.lock"] {
             let before = std::fs::read_to_string(root.join(file)).unwrap();
             std::fs::write(root.join(file), format!("{before}# edited\n")).unwrap();
-            let err = pin(url, &lab, Some(root)).unwrap_err();
+            let err = super::pin(url, &lab, Some(root)).unwrap_err();
             assert!(err.contains("uncommitted changes"), "{file}: {err}");
             assert!(err.contains(file), "{file}: {err}");
             std::fs::write(root.join(file), before).unwrap();
         }
-        assert!(pin(url, &lab, Some(root)).is_ok(), "clean again");
+        assert!(super::pin(url, &lab, Some(root)).is_ok(), "clean again");
     }
 
     #[test]
