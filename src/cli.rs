@@ -7,7 +7,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 
 use crate::lab::LabPlan;
 use crate::serve::ServePlan;
-use crate::site::{BuildPlan, NewPlan, VerifyPlan};
+use crate::site::{BuildPlan, InitPlan, NewPlan, VerifyPlan};
 
 /// attnbook: builds an executable, verified article series on attention mechanisms.
 ///
@@ -39,6 +39,22 @@ pub enum Command {
     Check,
     /// Scaffold a new chapter `content/NN-SLUG.md` with the next number.
     New(NewArgs),
+    /// Create a new site in DIR (default: --root): site.toml, a first chapter, .gitignore and
+    /// a GitHub Pages workflow. It builds with --strict and verifies as it stands.
+    Init(InitArgs),
+}
+
+/// Flags of `init`.
+#[derive(Debug, clap::Args)]
+pub struct InitArgs {
+    /// The directory of the new site (created if missing; default: --root, `.`).
+    pub dir: Option<PathBuf>,
+    /// The language of the site and its first chapter.
+    #[arg(long, default_value = "zh-CN", value_parser = clap::builder::PossibleValuesParser::new(crate::site::INIT_LANGUAGES))]
+    pub language: String,
+    /// Write into a non-empty directory (files of the same names are replaced).
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// Flags of `serve`.
@@ -92,6 +108,10 @@ pub struct BuildArgs {
     /// Override `base_url` from site.toml (e.g. the GitHub Pages URL).
     #[arg(long, value_parser = parse_base_url)]
     pub base_url: Option<String>,
+    /// Override `repository` from site.toml: the git URL the take-home downloads pin
+    /// (the Pages workflow passes the repository it runs in).
+    #[arg(long, value_parser = parse_repository)]
+    pub repository: Option<String>,
     /// Build chapters marked `draft = true` too.
     #[arg(long)]
     pub drafts: bool,
@@ -152,6 +172,13 @@ fn parse_base_url(url: &str) -> Result<String, String> {
         .map_err(|bad| format!("the URL {}; {}", bad.problem, bad.help))
 }
 
+/// `--repository` is checked like `repository` in site.toml.
+fn parse_repository(url: &str) -> Result<String, String> {
+    crate::config::check_repository(url)
+        .map(|()| url.to_string())
+        .map_err(|problem| format!("the URL {problem}"))
+}
+
 impl LabArgs {
     fn plan(&self) -> LabPlan {
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -178,6 +205,8 @@ pub enum Plan {
     Check(PathBuf),
     /// Scaffold a chapter.
     New(NewPlan),
+    /// Create a site.
+    Init(InitPlan),
 }
 
 impl Cli {
@@ -188,6 +217,7 @@ impl Cli {
             Command::Build(args) => Plan::Build(BuildPlan {
                 out: root.join(&args.out),
                 base_url: args.base_url,
+                repository: args.repository,
                 drafts: args.drafts,
                 strict: args.strict,
                 timings: args.timings,
@@ -200,6 +230,7 @@ impl Cli {
                 build: BuildPlan {
                     out: root.join(&args.out),
                     base_url: Some("/".to_string()),
+                    repository: None,
                     drafts: args.drafts,
                     strict: false,
                     timings: args.timings,
@@ -215,6 +246,11 @@ impl Cli {
                 addr: std::net::SocketAddr::new(args.bind, args.port),
             }),
             Command::Check => Plan::Check(root),
+            Command::Init(args) => Plan::Init(InitPlan {
+                dir: args.dir.map_or(root, |dir| dir),
+                language: args.language,
+                force: args.force,
+            }),
             Command::New(args) => Plan::New(NewPlan {
                 title: args.title.unwrap_or_else(|| args.slug.clone()),
                 slug: args.slug,
@@ -280,5 +316,28 @@ mod tests {
             panic!("not a build")
         };
         assert_eq!(plan.base_url.as_deref(), Some("https://a.b/repo/"));
+    }
+
+    /// The Pages workflow's `--repository`: checked like site.toml's, then in the plan.
+    #[test]
+    fn the_repository_flag_is_checked_and_reaches_the_plan() {
+        let error =
+            Cli::try_parse_from(["attnbook", "build", "--repository", "https://e.org/a\"b"])
+                .unwrap_err();
+        assert_eq!(error.exit_code(), 2);
+        assert!(error.to_string().contains("--repository"), "{error}");
+        let cli = Cli::parse_from([
+            "attnbook",
+            "build",
+            "--repository",
+            "https://github.com/me/fork",
+        ]);
+        let Plan::Build(plan) = cli.into_plan() else {
+            panic!("not a build")
+        };
+        assert_eq!(
+            plan.repository.as_deref(),
+            Some("https://github.com/me/fork")
+        );
     }
 }

@@ -235,6 +235,16 @@ pub fn check_repository(url: &str) -> Result<(), String> {
     if url.contains(['?', '#']) {
         return Err("has a query or fragment (`?...`, `#...`)".into());
     }
+    // A plain URL: only the characters RFC 3986 lets a URL hold as they are, so cargo's URL
+    // parser leaves it unchanged (the take-home Cargo.toml and Cargo.lock must name one and
+    // the same source) and no TOML escape is needed (`"`, `\`, invisible and combining
+    // characters are not among them).
+    if let Some(c) = url.chars().find(|&c| !plain_url_char(c)) {
+        return Err(format!(
+            "holds {c:?} (U+{:04X}), which a plain URL does not; percent-encode it",
+            c as u32
+        ));
+    }
     match url.split_once("://") {
         Some(("https" | "http" | "ssh" | "git", rest))
             if !rest.starts_with('/') && !rest.is_empty() =>
@@ -248,6 +258,11 @@ pub fn check_repository(url: &str) -> Result<(), String> {
         )),
         None => Err("is not a URL (cargo cannot fetch `host:path`)".into()),
     }
+}
+
+/// An unreserved or reserved character of RFC 3986, or `%` of a percent-encoding.
+fn plain_url_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || "-._~:/?#[]@!$&'()*+,;=%".contains(c)
 }
 
 /// What is wrong with a `base_url`, and how to write it instead.
@@ -487,6 +502,7 @@ mod tests {
             "ssh://git@github.com/attnbook/attnbook.git",
             "git://example.org/repo",
             "file:///srv/git/attnbook",
+            "https://example.org/~user/r%20x.git",
         ] {
             assert_eq!(check_repository(good), Ok(()), "{good}");
         }
@@ -499,6 +515,14 @@ mod tests {
             ("https://github.com/a/b?ref=x", "query or fragment"),
             ("https://github.com/a b", "space"),
             ("", "is not a URL"),
+            // Redteam-3 D9: characters that need a TOML escape or that cargo re-encodes.
+            ("https://github.com/a/b\"c", "holds '\"'"),
+            ("https://github.com/a/b\\c", "U+005C"),
+            ("https://github.com/a/b\u{ad}c", "U+00AD"),
+            ("https://github.com/a/b\u{200b}c", "U+200B"),
+            ("https://github.com/a/b\u{301}c", "U+0301"),
+            ("https://github.com/a/<b>", "U+003C"),
+            ("https://gïthub.com/a/b", "U+00EF"),
         ] {
             let err = check_repository(bad).unwrap_err();
             assert!(err.contains(problem), "{bad}: {err}");

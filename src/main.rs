@@ -19,6 +19,7 @@ fn main() -> ExitCode {
         Plan::Serve(p) => attnbook::serve::run(p),
         Plan::Check(root) => site::check(root),
         Plan::New(p) => site::new_chapter(p),
+        Plan::Init(p) => site::init(p),
     };
     report(&outcome)
 }

@@ -35,11 +35,12 @@ pub(super) fn generator_identity() -> String {
 }
 
 /// Hash of everything outside the chapter that results depend on (computed once per build):
-/// the runtime crates' `.rs` and `.toml` files (not their `target/`), `Cargo.lock`, the
+/// the runtime crates' `.rs` and `.toml` files (not their `target/`), the workspace root's
+/// `Cargo.toml` (the crates inherit their dependencies from it) and `Cargo.lock`, the
 /// toolchain (with what else of the environment changes results) and [`generator_identity`].
 pub(super) fn environment_key(
     runtime_crates: &Path,
-    cargo_lock: Option<&Path>,
+    workspace_files: &[PathBuf],
     rustc_version: &str,
     generator: &str,
 ) -> String {
@@ -61,13 +62,20 @@ pub(super) fn environment_key(
         .map(|e| e.into_path())
         .collect();
     files.sort();
-    for file in files.iter().map(PathBuf::as_path).chain(cargo_lock) {
+    for file in &files {
         hasher.update(
             file.strip_prefix(runtime_crates)
                 .unwrap_or(file)
                 .to_string_lossy()
                 .as_bytes(),
         );
+        hasher.update(&std::fs::read(file).unwrap_or_default());
+    }
+    // The workspace's files by name alone: where the runtime lives is no input.
+    for file in workspace_files {
+        hasher.update(b"\0workspace\0");
+        hasher.update(file.file_name().unwrap_or_default().as_encoded_bytes());
+        hasher.update(b"\0");
         hasher.update(&std::fs::read(file).unwrap_or_default());
     }
     hasher.finalize().to_hex().to_string()
@@ -214,6 +222,7 @@ mod tests {
             "crates/lab/src/lib.rs",
             "crates/lab-protocol/src/lib.rs",
             "crates/lab/README.md",
+            "Cargo.toml",
             "Cargo.lock",
         ] {
             let path = dir.path().join(file);
@@ -226,7 +235,7 @@ mod tests {
     fn key_of(dir: &Path, rustc: &str, generator: &str) -> String {
         environment_key(
             &dir.join("crates"),
-            Some(&dir.join("Cargo.lock")),
+            &[dir.join("Cargo.toml"), dir.join("Cargo.lock")],
             rustc,
             generator,
         )
@@ -247,6 +256,7 @@ mod tests {
             "crates/lab/src/lib.rs",
             "crates/lab/Cargo.toml",
             "crates/lab-protocol/src/lib.rs",
+            "Cargo.toml",
             "Cargo.lock",
         ] {
             let path = dir.path().join(file);
@@ -283,6 +293,17 @@ mod tests {
             base,
             key_of(dir.path(), rustc, &generator),
             "docs and target/ do not count"
+        );
+    }
+
+    /// Where the runtime lives is no input: the built-in copy in another cache directory, or
+    /// a checkout elsewhere, with the same files gives the same key.
+    #[test]
+    fn the_environment_key_does_not_depend_on_where_the_runtime_lives() {
+        let (a, b) = (runtime(), runtime());
+        assert_eq!(
+            key_of(a.path(), "rustc", "g"),
+            key_of(b.path(), "rustc", "g")
         );
     }
 

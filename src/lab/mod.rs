@@ -17,8 +17,10 @@
 mod cache;
 mod compile;
 mod generate;
+mod lock;
 mod process;
 mod reap;
+pub mod runtime;
 mod take_home;
 
 pub use reap::{kill_orphans, signal_group};
@@ -44,7 +46,7 @@ use serde::{Deserialize, Serialize};
 use crate::content::{Chapter, Series};
 use crate::diagnostic::{Diagnostic, Location};
 use crate::markdown::Parsed;
-pub use generate::{ChapterBlocks, RecordedLines, SourceMap, generate};
+pub use generate::{ChapterBlocks, GeneratedCrate, RecordedLines, SourceMap, generate};
 use lab_protocol::ChapterResults;
 
 /// The stdout of one block.
@@ -152,31 +154,87 @@ pub struct LabPlan {
 struct Paths {
     work: PathBuf,
     lab_crate: PathBuf,
+    /// The workspace root whose `Cargo.toml` the `lab` crate inherits from, if it has one.
+    workspace: Option<PathBuf>,
     target: PathBuf,
     package: String,
+    /// The runtime when the site links attnbook's own (`None` with `[lab] crate_path`).
+    runtime: Option<&'static runtime::Runtime>,
 }
 
 impl Paths {
-    fn new<C>(series: &Series<C>) -> Self {
-        let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-        let lab_crate = match &series.config.lab.crate_path {
-            Some(p) => series.root.join(p),
-            None => manifest.join("crates").join("lab"),
+    fn new<C>(series: &Series<C>) -> Result<Self, String> {
+        let (lab_crate, target, runtime) = match &series.config.lab.crate_path {
+            Some(p) => {
+                let lab_crate = series.root.join(p);
+                let runtime = runtime::runtime().ok();
+                let target = runtime.map_or_else(
+                    || series.root.join(".attnbook").join("target"),
+                    |r| r.target_dir(),
+                );
+                (lab_crate, target, None)
+            }
+            None => {
+                let runtime = runtime::runtime()?;
+                (runtime.lab_crate(), runtime.target_dir(), Some(runtime))
+            }
         };
         let lab_crate = std::fs::canonicalize(&lab_crate).unwrap_or(lab_crate);
-        let target = std::env::var_os("ATTNBOOK_TARGET_DIR")
-            .map_or_else(|| manifest.join("target"), PathBuf::from);
         let root = std::fs::canonicalize(&series.root).unwrap_or_else(|_| series.root.clone());
         let hash = blake3::hash(root.to_string_lossy().as_bytes()).to_hex();
-        Paths {
+        Ok(Paths {
             // Absolute: experiment processes run with their sandbox as working directory.
             work: std::path::absolute(series.root.join(".attnbook"))
                 .unwrap_or_else(|_| series.root.join(".attnbook")),
+            workspace: workspace_root(&lab_crate),
             lab_crate,
             target,
             package: format!("attnbook-lab-{}", &hash[..10]),
-        }
+            runtime,
+        })
     }
+
+    /// The runtime crates' directory (`crates/`, holding `lab` and its siblings).
+    fn crates(&self) -> &Path {
+        self.lab_crate.parent().unwrap_or(&self.lab_crate)
+    }
+
+    /// The workspace root's `Cargo.toml` and `Cargo.lock`: the runtime crates inherit their
+    /// dependencies from the one, and the experiment crate's lock starts from the other.
+    fn workspace_files(&self) -> Vec<PathBuf> {
+        self.workspace
+            .iter()
+            .flat_map(|root| [root.join("Cargo.toml"), root.join("Cargo.lock")])
+            .collect()
+    }
+}
+
+/// Says once per process why the checkout at the compile-time path is not used.
+fn note_runtime(paths: &Paths) {
+    static SAID: std::sync::Once = std::sync::Once::new();
+    if let Some(note) = paths.runtime.and_then(|r| r.note.as_ref()) {
+        SAID.call_once(|| eprintln!("note: {note}"));
+    }
+}
+
+/// The nearest ancestor of `krate` whose `Cargo.toml` has a `[workspace]` table: the manifest
+/// the crate inherits `workspace = true` fields from (for attnbook's runtime, the repository's
+/// root).
+fn workspace_root(krate: &Path) -> Option<PathBuf> {
+    krate.ancestors().skip(1).find_map(|dir| {
+        let text = std::fs::read_to_string(dir.join("Cargo.toml")).ok()?;
+        let manifest: toml::Table = toml::from_str(&text).ok()?;
+        manifest
+            .contains_key("workspace")
+            .then(|| dir.to_path_buf())
+    })
+}
+
+/// Where the experiment runtime in use lives, when it is a checkout whose edits should rerun
+/// the chapters (`serve` watches it); `None` for the built-in copy, which never changes.
+pub fn watched_runtime() -> Option<PathBuf> {
+    let runtime = runtime::runtime().ok()?;
+    (runtime.source == runtime::Source::Checkout).then(|| runtime.root.join("crates"))
 }
 
 /// The last results of each chapter from the cache, stale or not, without compiling or running
@@ -218,13 +276,20 @@ pub fn run(series: &Series<Parsed>, plan: &LabPlan) -> Runs {
     if with_blocks.is_empty() {
         return out;
     }
-    let paths = Paths::new(series);
+    let paths = match Paths::new(series) {
+        Ok(paths) => paths,
+        Err(e) => {
+            out.errors.push(Diagnostic::error(e));
+            return out;
+        }
+    };
+    note_runtime(&paths);
     prune_run_dir(&paths.work.join("run"), series);
     let toolchain = rustc_version();
     let cpu = cpu_model();
     let env_key = cache::environment_key(
-        paths.lab_crate.parent().unwrap_or(&paths.lab_crate),
-        Some(&Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.lock")),
+        paths.crates(),
+        &paths.workspace_files(),
         &format!("{toolchain}\n{}", result_environment()),
         &cache::generator_identity(),
     );
@@ -241,15 +306,27 @@ pub fn run(series: &Series<Parsed>, plan: &LabPlan) -> Runs {
             None => stale.push((i, key)),
         }
     }
+    let all: Vec<&Parsed> = with_blocks.iter().map(|&i| &series.chapters[i]).collect();
+    // Written even when every chapter is cached: the take-home downloads read the crate's
+    // lock file, which must be the one of today's runtime, not of the last build that ran.
+    let (krate, reseeded) = match write_experiment_crate(&paths, &all) {
+        Ok(written) => written,
+        Err(errors) => {
+            out.errors = errors;
+            return out;
+        }
+    };
     if stale.is_empty() {
+        if reseeded && let Err(e) = lock::resolve(&paths.work.join("lab"), &paths.target) {
+            eprintln!("warning: {e}");
+        }
         return out;
     }
-    let all: Vec<&Parsed> = with_blocks.iter().map(|&i| &series.chapters[i]).collect();
     let stale_slugs: Vec<&str> = stale
         .iter()
         .map(|(i, _)| series.chapters[*i].slug.as_str())
         .collect();
-    let built = match build(&paths, &all, &stale_slugs, plan) {
+    let built = match build(&paths, &all, krate, &stale_slugs, plan) {
         Ok(built) => built,
         Err(errors) => {
             out.errors = errors;
@@ -349,13 +426,12 @@ impl Built {
     }
 }
 
-/// Generates the crate for every chapter with blocks and compiles the stale ones.
-fn build(
+/// Generates the crate for every chapter with blocks and writes it, its lock file started from
+/// the runtime's (see [`lock`]).
+fn write_experiment_crate(
     paths: &Paths,
     chapters: &[&Parsed],
-    stale: &[&str],
-    plan: &LabPlan,
-) -> Result<Built, Vec<Diagnostic>> {
+) -> Result<(GeneratedCrate, bool), Vec<Diagnostic>> {
     let blocks: Vec<ChapterBlocks<'_>> = chapters
         .iter()
         .map(|c| ChapterBlocks {
@@ -373,6 +449,20 @@ fn build(
         ))]
     };
     write_crate(&crate_dir, &krate.files).map_err(io_error)?;
+    let reseeded =
+        lock::seed(&crate_dir, paths.workspace.as_deref(), &krate.files[0].1).map_err(io_error)?;
+    Ok((krate, reseeded))
+}
+
+/// Compiles the stale chapters of the written crate `krate`.
+fn build(
+    paths: &Paths,
+    chapters: &[&Parsed],
+    krate: GeneratedCrate,
+    stale: &[&str],
+    plan: &LabPlan,
+) -> Result<Built, Vec<Diagnostic>> {
+    let crate_dir = paths.work.join("lab");
     let bin_of: HashMap<&str, &str> = chapters
         .iter()
         .zip(&krate.bins)
@@ -382,11 +472,25 @@ fn build(
         .iter()
         .filter_map(|s| bin_of.get(s).copied())
         .collect();
-    let spinner = spinner(
-        plan.progress,
-        format!("compiling experiments of {} chapter(s)", stale.len()),
-    );
-    let built = compile::build(&crate_dir, &paths.target, &bins, &krate.map);
+    let message = format!("compiling experiments of {} chapter(s)", stale.len());
+    let spinner = spinner(plan.progress, message.clone());
+    let built = std::thread::scope(|scope| {
+        let (stop, stopped) = std::sync::mpsc::channel::<()>();
+        if !plan.progress {
+            // No terminal: a plain line every `quiet()` while cargo compiles.
+            scope.spawn(move || {
+                let started = Instant::now();
+                while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+                    stopped.recv_timeout(quiet().max(Duration::from_millis(500)))
+                {
+                    eprintln!("{message}: {} s", started.elapsed().as_secs());
+                }
+            });
+        }
+        let built = compile::build(&crate_dir, &paths.target, &bins, &krate.map);
+        drop(stop);
+        built
+    });
     spinner.finish_and_clear();
     let mut built = built?;
     for w in &built.warnings {
@@ -429,10 +533,6 @@ fn write_crate(dir: &Path, files: &[(PathBuf, String)]) -> std::io::Result<()> {
             std::fs::write(&path, text)?;
         }
     }
-    let lock = Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.lock");
-    if !dir.join("Cargo.lock").exists() && lock.exists() {
-        std::fs::copy(lock, dir.join("Cargo.lock"))?;
-    }
     Ok(())
 }
 
@@ -445,6 +545,17 @@ fn spinner(show: bool, message: String) -> indicatif::ProgressBar {
     bar.set_message(message);
     bar.enable_steady_tick(Duration::from_millis(120));
     bar
+}
+
+/// Without a terminal, how long the lab stage stays silent: past it, compiling prints a line
+/// at this interval and every chapter that finishes running prints one. 20 s, or
+/// `ATTNBOOK_PROGRESS_AFTER` seconds.
+fn quiet() -> Duration {
+    let secs = std::env::var("ATTNBOOK_PROGRESS_AFTER")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+        .unwrap_or(20);
+    Duration::from_secs(secs)
 }
 
 /// What every chapter run of one build shares.
@@ -480,6 +591,8 @@ fn run_all(
     };
     bar.set_message("running experiments");
     let next = AtomicUsize::new(0);
+    let done = AtomicUsize::new(0);
+    let running = Instant::now();
     let outcomes: Mutex<Vec<Option<Outcome>>> = Mutex::new(vec![None; jobs.len()]);
     let settings = RunSettings {
         map,
@@ -504,7 +617,20 @@ fn run_all(
                 scope.spawn(|| {
                     while let Some(&index) = order.get(next.fetch_add(1, Ordering::SeqCst)) {
                         let (chapter, executable) = jobs[index];
+                        let started = Instant::now();
                         let outcome = run_chapter(&settings, chapter, executable);
+                        if !plan.progress && running.elapsed() >= quiet() {
+                            // No terminal (a CI log): once running takes long, one plain line
+                            // per chapter, so a long build is seen to move.
+                            eprintln!(
+                                "experiments of {} {} in {:.1} s ({}/{})",
+                                chapter.slug,
+                                if outcome.is_ok() { "ran" } else { "failed" },
+                                started.elapsed().as_secs_f64(),
+                                done.fetch_add(1, Ordering::SeqCst) + 1,
+                                jobs.len()
+                            );
+                        }
                         if let Ok(mut all) = outcomes.lock() {
                             all[index] = Some(outcome);
                         }

@@ -68,8 +68,20 @@ pub fn downloads<C: AsRef<Ran>>(series: &Series<C>) -> Result<Vec<Download>, Str
     if chapters.is_empty() {
         return Ok(Vec::new());
     }
-    let paths = Paths::new(series);
-    let pin = pin(repository, &paths.lab_crate)?;
+    let paths = Paths::new(series)?;
+    if paths
+        .runtime
+        .is_some_and(|r| r.source == super::runtime::Source::BuiltIn)
+    {
+        return Err(format!(
+            "the experiments linked attnbook's built-in runtime (attnbook {}, sources {}), \
+             which no commit of `repository` is known to hold; build with attnbook run from a \
+             clean checkout of that repository to offer them",
+            env!("CARGO_PKG_VERSION"),
+            &paths.runtime.map(|r| r.hash.as_str()).unwrap_or_default()[..16]
+        ));
+    }
+    let pin = pin(repository, &paths.lab_crate, paths.workspace.as_deref())?;
     let lock_path = paths.work.join("lab").join("Cargo.lock");
     let build_lock = std::fs::read_to_string(&lock_path).map_err(|e| {
         format!(
@@ -95,20 +107,28 @@ pub fn downloads<C: AsRef<Ran>>(series: &Series<C>) -> Result<Vec<Download>, Str
 }
 
 /// Pins `repository` to `HEAD` of the git repository holding `lab_crate`, provided nothing
-/// beside the crate (its parent directory: `crates/` with `attention` and `lab-protocol`) has
-/// uncommitted changes.
-fn pin(repository: &str, lab_crate: &Path) -> Result<Pin, String> {
+/// the experiment crate is built from has uncommitted changes: the crate's parent directory
+/// (`crates/` with `attention` and `lab-protocol`) and the `workspace` root's `Cargo.toml`
+/// (whose `[workspace.dependencies]` they inherit) and `Cargo.lock`.
+fn pin(repository: &str, lab_crate: &Path, workspace: Option<&Path>) -> Result<Pin, String> {
     let head = git(
         lab_crate,
         &["show", "--no-patch", "--format=%H %ct", "HEAD"],
     )?;
     let (commit, time) = head.split_once(' ').unwrap_or((&head, "0"));
     let crates = lab_crate.parent().unwrap_or(lab_crate);
-    let changes = git(crates, &["status", "--porcelain", "--", "."])?;
+    let mut paths = vec![crates.to_path_buf()];
+    if let Some(root) = workspace {
+        paths.extend([root.join("Cargo.toml"), root.join("Cargo.lock")]);
+    }
+    let mut args: Vec<String> = ["status", "--porcelain", "--"].map(String::from).to_vec();
+    args.extend(paths.iter().map(|p| p.to_string_lossy().into_owned()));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let changes = git(crates, &args)?;
     if let Some(first) = changes.lines().next() {
         return Err(format!(
             "{} has uncommitted changes (`{}`{}); commit them so the downloads can pin the code that ran",
-            crates.display(),
+            workspace.unwrap_or(crates).display(),
             first.trim(),
             if changes.lines().count() > 1 {
                 ", ..."
@@ -203,11 +223,16 @@ fn manifest(name: &str, title: &str, page: &str, pin: &Pin) -> String {
          [package]\nname = \"{name}\"\nversion = \"0.0.0\"\nedition = \"2024\"\npublish = false\n\n\
          [dependencies]\n\
          # The experiment runtime (and through it the attention core) at the commit the site was built from.\n\
-         lab = {{ git = {repository:?}, rev = \"{commit}\" }}\n\n\
+         lab = {{ git = {repository}, rev = {commit} }}\n\n\
          # Not part of any enclosing workspace.\n[workspace]\n\n[profile.release]\ndebug = false\n",
-        repository = pin.repository,
-        commit = pin.commit,
+        repository = toml_string(&pin.repository),
+        commit = toml_string(&pin.commit),
     )
+}
+
+/// `text` as a TOML basic string, escaped as TOML (not Rust) escapes.
+fn toml_string(text: &str) -> String {
+    toml::Value::String(text.to_string()).to_string()
 }
 
 fn program(chapter: &Parsed, title: &str, page: &str, pin: &Pin) -> String {
@@ -284,7 +309,11 @@ fn take_home_lock(
         } else if lock_field(block, "source").is_none() {
             let version = lock_field(block, "version").ok_or("a package has no version")?;
             let line = format!("version = \"{version}\"");
-            block.replacen(&line, &format!("{line}\nsource = \"{source}\""), 1)
+            block.replacen(
+                &line,
+                &format!("{line}\nsource = {}", toml_string(source)),
+                1,
+            )
         } else {
             block.to_string()
         };
@@ -466,6 +495,85 @@ mod tests {
             parsed["package"]["name"].as_str(),
             Some("attnbook-home-experiments")
         );
+    }
+
+    /// Redteam-3 D9: whatever the repository string, the manifest and the lock are valid TOML
+    /// holding it unchanged (site.toml refuses such URLs; the files never depend on that).
+    #[test]
+    fn the_repository_is_escaped_as_toml_in_manifest_and_lock() {
+        for repository in [
+            "https://e.org/a/b\"c",
+            "https://e.org/a/b\\c",
+            "https://e.org/a\u{ad}\u{200b}\u{301}'",
+        ] {
+            let pin = Pin {
+                repository: repository.into(),
+                ..pin()
+            };
+            let text = manifest("p", "t", "https://e.org/", &pin);
+            let parsed: toml::Table =
+                toml::from_str(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+            assert_eq!(
+                parsed["dependencies"]["lab"]["git"].as_str(),
+                Some(repository)
+            );
+            let source = format!("git+{repository}?rev=c0ffee#c0ffee");
+            let lock = take_home_lock(BUILD_LOCK, "attnbook-lab-0123456789", "p", &source).unwrap();
+            let parsed: toml::Table =
+                toml::from_str(&lock).unwrap_or_else(|e| panic!("{e}\n{lock}"));
+            let lab = parsed["package"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|p| p["name"].as_str() == Some("lab"))
+                .unwrap();
+            assert_eq!(lab["source"].as_str(), Some(source.as_str()));
+        }
+    }
+
+    /// Redteam-3 D7: the pin sees the workspace root's `Cargo.toml` (whose
+    /// `[workspace.dependencies]` the runtime inherits) and `Cargo.lock`, not only `crates/`.
+    #[test]
+    fn an_uncommitted_workspace_manifest_withdraws_the_pin() {
+        let repo = tempfile::tempdir().unwrap();
+        let root = repo.path();
+        for (file, text) in [
+            (
+                "Cargo.toml",
+                "[workspace]\n[workspace.dependencies]\nndarray = \"0.17\"\n",
+            ),
+            ("Cargo.lock", "version = 4\n"),
+            ("crates/lab/Cargo.toml", "[package]\nname = \"lab\"\n"),
+        ] {
+            std::fs::create_dir_all(root.join(file).parent().unwrap()).unwrap();
+            std::fs::write(root.join(file), text).unwrap();
+        }
+        let git = |args: &[&str]| {
+            let status = Command::new("git")
+                .arg("-C")
+                .arg(root)
+                .args(["-c", "user.name=t", "-c", "user.email=t@e.org"])
+                .args(args)
+                .stdout(Stdio::null())
+                .status()
+                .unwrap();
+            assert!(status.success(), "git {args:?}");
+        };
+        git(&["init", "-q"]);
+        git(&["add", "."]);
+        git(&["commit", "-qm", "runtime"]);
+        let lab = root.join("crates/lab");
+        let url = "https://e.org/r";
+        assert!(super::pin(url, &lab, Some(root)).is_ok());
+        for file in ["Cargo.toml", "Cargo.lock"] {
+            let before = std::fs::read_to_string(root.join(file)).unwrap();
+            std::fs::write(root.join(file), format!("{before}# edited\n")).unwrap();
+            let err = super::pin(url, &lab, Some(root)).unwrap_err();
+            assert!(err.contains("uncommitted changes"), "{file}: {err}");
+            assert!(err.contains(file), "{file}: {err}");
+            std::fs::write(root.join(file), before).unwrap();
+        }
+        assert!(super::pin(url, &lab, Some(root)).is_ok(), "clean again");
     }
 
     #[test]

@@ -104,7 +104,8 @@ fn watch_error(e: &notify::Error) -> Diagnostic {
 struct Sources {
     /// The site root, canonical (the watcher reports paths below what it was given).
     root: PathBuf,
-    /// The attnbook workspace, whose `crates/` the experiments compile against.
+    /// The attnbook workspace, whose `crates/` the experiments compile against (the site root
+    /// when they link the built-in runtime).
     workspace: PathBuf,
     /// `site.toml`.
     config: PathBuf,
@@ -120,15 +121,18 @@ impl Sources {
             Diagnostic::error(format!("cannot serve {}: {e}", plan.root.display()))
                 .with_help("run `attnbook serve` in a site directory, or pass --root DIR")
         })?;
-        let workspace = absolute(Path::new(env!("CARGO_MANIFEST_DIR")));
         let mut dirs: Vec<PathBuf> = ["content", "templates", "static"]
             .iter()
             .map(|d| root.join(d))
             .collect();
-        let crates = workspace.join("crates");
-        if crates.is_dir() {
-            dirs.push(crates);
-        }
+        // The checked-out runtime crates, when the experiments link them (never the built-in
+        // copy in the cache directory, which does not change).
+        let crates = crate::lab::watched_runtime().filter(|c| c.is_dir());
+        let workspace = crates
+            .as_deref()
+            .and_then(Path::parent)
+            .map_or_else(|| root.clone(), absolute);
+        dirs.extend(crates.as_deref().map(absolute));
         Ok(Sources {
             config: root.join("site.toml"),
             ignored: vec![absolute(&plan.out), root.join(".attnbook")],
@@ -216,6 +220,7 @@ mod tests {
     /// The sources of a site served as `attnbook --root ROOT serve` serves it (into `public/`).
     fn sources_of(root: &Path) -> Sources {
         let plan = BuildPlan {
+            repository: None,
             root: root.to_path_buf(),
             out: root.join("public"),
             base_url: Some("/".into()),

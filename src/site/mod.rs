@@ -38,7 +38,7 @@ use timings::Timings;
 
 pub use check::check;
 pub(crate) use output::check_output_dir;
-pub use scaffold::new_chapter;
+pub use scaffold::{INIT_LANGUAGES, InitPlan, init, new_chapter};
 pub use verify::verify;
 
 /// What `build` should do.
@@ -50,6 +50,9 @@ pub struct BuildPlan {
     pub out: PathBuf,
     /// Overrides `base_url` of site.toml.
     pub base_url: Option<String>,
+    /// Overrides `repository` of site.toml (the Pages workflow passes the repository it runs
+    /// in, so a fork's downloads point at the fork).
+    pub repository: Option<String>,
     /// Include drafts.
     pub drafts: bool,
     /// Warnings fail the build.
@@ -551,6 +554,9 @@ pub fn build(plan: &BuildPlan) -> Outcome {
     };
     if let Some(url) = &plan.base_url {
         series.config.base_url = url.clone();
+    }
+    if let Some(url) = &plan.repository {
+        series.config.repository = Some(url.clone());
     }
     timings.lap("content + markdown");
     let (series, rendered) =

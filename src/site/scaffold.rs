@@ -1,4 +1,4 @@
-//! `attnbook new SLUG`: scaffold the next chapter.
+//! `attnbook new SLUG`: scaffold the next chapter; `attnbook init [DIR]`: a new site.
 
 use crate::content;
 use crate::diagnostic::Diagnostic;
@@ -140,6 +140,111 @@ lab.value("w.max", w[2]);
     )
 }
 
+/// The languages `init` writes a site in.
+pub const INIT_LANGUAGES: [&str; 2] = ["en", "zh-CN"];
+
+/// Where the Pages workflow of a new site installs attnbook from.
+const ATTNBOOK_GIT: &str = "https://github.com/attnbook/attnbook";
+
+/// What `attnbook init` should do.
+#[derive(Debug, Clone)]
+pub struct InitPlan {
+    /// The directory of the new site.
+    pub dir: std::path::PathBuf,
+    /// `en` or `zh-CN`.
+    pub language: String,
+    /// Write into a non-empty directory (files of the same names are replaced).
+    pub force: bool,
+}
+
+/// The files of a new site, `(path, text)`: site.toml, a first chapter with an experiment, a
+/// chart, bound quotes and an exercise, .gitignore and the GitHub Pages workflow.
+pub(super) fn init_files(language: &str, date: &str) -> Option<Vec<(&'static str, String)>> {
+    let (site, chapter) = match language {
+        "en" => (
+            include_str!("init/site-en.toml"),
+            include_str!("init/01-first-en.md"),
+        ),
+        "zh-CN" => (
+            include_str!("init/site-zh-CN.toml"),
+            include_str!("init/01-first-zh-CN.md"),
+        ),
+        _ => return None,
+    };
+    let chapter = chapter
+        .replacen("DATE", date, 1)
+        .replacen("SEED", &date.replace('-', ""), 1);
+    Some(vec![
+        ("site.toml", site.to_string()),
+        ("content/01-first.md", chapter),
+        (".gitignore", include_str!("init/gitignore").to_string()),
+        (
+            ".github/workflows/pages.yml",
+            include_str!("init/pages.yml").replace("ATTNBOOK_GIT", ATTNBOOK_GIT),
+        ),
+    ])
+}
+
+/// `attnbook init`: writes a new site that builds with `--strict` and verifies as it stands.
+pub fn init(plan: &InitPlan) -> Outcome {
+    let mut out = Outcome {
+        root: plan.dir.clone(),
+        ..Outcome::default()
+    };
+    let today = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+    let Some(files) = init_files(&plan.language, &today[..10]) else {
+        out.diagnostics.push(
+            Diagnostic::error(format!(
+                "no site template for the language `{}`",
+                plan.language
+            ))
+            .with_help(format!("use one of: {}", INIT_LANGUAGES.join(", "))),
+        );
+        return out;
+    };
+    let occupied = match std::fs::read_dir(&plan.dir) {
+        Ok(mut entries) => entries.next().is_some(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
+        Err(e) => {
+            out.diagnostics.push(Diagnostic::error(format!(
+                "cannot read {}: {e}",
+                plan.dir.display()
+            )));
+            return out;
+        }
+    };
+    if occupied && !plan.force {
+        out.diagnostics.push(
+            Diagnostic::error(format!(
+                "{} is not empty; attnbook init writes a new site only into an empty directory",
+                plan.dir.display()
+            ))
+            .with_help("pick a new directory, or pass --force to write the site's files into it (files of the same names are replaced)"),
+        );
+        return out;
+    }
+    for (rel, text) in &files {
+        let path = plan.dir.join(rel);
+        let written = path
+            .parent()
+            .map_or(Ok(()), std::fs::create_dir_all)
+            .and_then(|()| std::fs::write(&path, text));
+        if let Err(e) = written {
+            out.diagnostics.push(Diagnostic::error(format!(
+                "cannot write {}: {e}",
+                path.display()
+            )));
+            return out;
+        }
+        out.report.push(format!("created {}", path.display()));
+    }
+    out.report.push(format!(
+        "next: attnbook --root {} build --strict, then attnbook --root {0} serve",
+        plan.dir.display()
+    ));
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -155,5 +260,36 @@ mod tests {
         assert_eq!(chapter.front.title, title);
         assert!(chapter.source.contains(r"$e_j = s^\top h_j$"));
         assert!(!chapter.source.contains('\t'), "no TAB in the scaffold");
+    }
+
+    /// Every language's site parses: site.toml as a configuration, the chapter as a chapter
+    /// with its date and seed filled in; an unknown language has no template.
+    #[test]
+    fn init_files_parse_in_every_language() {
+        for language in INIT_LANGUAGES {
+            let files = init_files(language, "2026-12-01").unwrap();
+            let (_, site) = files.iter().find(|(p, _)| *p == "site.toml").unwrap();
+            let config = crate::config::Config::parse(std::path::Path::new("site.toml"), site)
+                .unwrap_or_else(|d| panic!("{d:?}"));
+            assert_eq!(config.language, language);
+            let (path, text) = files
+                .iter()
+                .find(|(p, _)| p.starts_with("content/"))
+                .unwrap();
+            let chapter = content::Chapter::parse(std::path::Path::new(path), text.clone())
+                .unwrap_or_else(|d| panic!("{d:?}"));
+            assert_eq!(chapter.front.seed, Some(20261201));
+            assert!(
+                files
+                    .iter()
+                    .any(|(p, t)| *p == ".gitignore" && t.contains("public/"))
+            );
+            assert!(
+                files
+                    .iter()
+                    .any(|(p, t)| p.ends_with("pages.yml") && t.contains(ATTNBOOK_GIT))
+            );
+        }
+        assert!(init_files("fr", "2026-12-01").is_none());
     }
 }

@@ -4,14 +4,14 @@
 #
 #   cargo build --release && bash tests/browser/run.sh
 #
-# Needs: target/release/attnbook, Node >= 20 with npm, /usr/bin/chromium (apt-get install -y chromium;
+# Needs: target/release/attnbook (under $CARGO_TARGET_DIR when set), Node >= 20 with npm, /usr/bin/chromium (apt-get install -y chromium;
 # or set CHROMIUM_PATH). Screenshots land in tests/browser/screenshots/ (git-ignored).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 chromium="${CHROMIUM_PATH:-/usr/bin/chromium}"
-bin="$root/target/release/attnbook"
+bin="${CARGO_TARGET_DIR:-$root/target}/release/attnbook"
 
 die() { echo "tests/browser/run.sh: $*" >&2; exit 2; }
 
