@@ -8,12 +8,12 @@
 //! `dL/dy`, **adds** the parameters' gradients into `grads` (a value of the same type, from
 //! [`Params::zeros_like`]) and returns `dL/dx`.
 
-use ndarray::{Array1, Array2, ArrayView2, ArrayViewD, ArrayViewMut2, ArrayViewMutD, Axis, s};
+use ndarray::{Array1, Array2, ArrayViewD, ArrayViewMutD, Axis, s};
 use rand::Rng;
 
 use crate::error::AttentionError;
 use crate::init::xavier_uniform;
-use crate::simd::Isa;
+use crate::matmul::dot_into;
 use crate::softmax::{log_softmax, masked_softmax_rows, softmax_rows};
 
 use super::params::Params;
@@ -551,7 +551,7 @@ impl AttentionGrad {
                 let qi = q.slice(s![b * m..(b + 1) * m, i * dh..(i + 1) * dh]);
                 let kg = k.slice(s![b * n..(b + 1) * n, g * dh..(g + 1) * dh]);
                 let vg = v.slice(s![b * n..(b + 1) * n, g * dh..(g + 1) * dh]);
-                small_product(qi, kg.t(), scores.view_mut(), false);
+                dot_into(qi, kg.t(), scores.view_mut(), false);
                 scores *= scale;
                 if let Some(bias) = bias {
                     scores += bias;
@@ -565,7 +565,7 @@ impl AttentionGrad {
                         softmax_rows_masked(&scores, None).unwrap_or_else(|| softmax_rows(&scores))
                     }
                 };
-                small_product(
+                dot_into(
                     a.view(),
                     vg,
                     concat.slice_mut(s![b * m..(b + 1) * m, i * dh..(i + 1) * dh]),
@@ -635,13 +635,13 @@ impl AttentionGrad {
                 let vg = cache.v.slice(s![rows_k.clone(), cols_k.clone()]);
                 let kg = cache.k.slice(s![rows_k.clone(), cols_k.clone()]);
                 let qi = cache.q.slice(s![rows_q.clone(), cols_q.clone()]);
-                small_product(
+                dot_into(
                     a.t(),
                     go,
                     gv.slice_mut(s![rows_k.clone(), cols_k.clone()]),
                     true,
                 );
-                small_product(go, vg.t(), ga.view_mut(), false);
+                dot_into(go, vg.t(), ga.view_mut(), false);
                 // softmax_backward row by row, into one buffer: p ⊙ (g - p·g).
                 for r in 0..m {
                     let (p_r, g_r) = (a.row(r), ga.row(r));
@@ -654,8 +654,8 @@ impl AttentionGrad {
                     p.score_bias_backward(i, gs.view(), pg);
                 }
                 gs *= scale;
-                small_product(gs.view(), kg, gq.slice_mut(s![rows_q, cols_q]), false);
-                small_product(gs.t(), qi, gk.slice_mut(s![rows_k, cols_k]), true);
+                dot_into(gs.view(), kg, gq.slice_mut(s![rows_q, cols_q]), false);
+                dot_into(gs.t(), qi, gk.slice_mut(s![rows_k, cols_k]), true);
             }
         }
         if let Some((p, _)) = pos {
@@ -731,73 +731,6 @@ pub fn softmax_cross_entropy(logits: &Array2<f64>, targets: &[usize]) -> (f64, A
         g[t] -= 1.0 / rows;
     }
     (loss / rows, grad)
-}
-
-/// `out = a b`, or `out += a b` with `add`, for the per-head products of attention.
-///
-/// On a CPU with AVX2 and FMA, matrixmultiply (behind ndarray's `dot`) computes each element
-/// as one fused multiply-add chain over `k`, in order, from +0 (for `k` up to its block of
-/// 256), then stores it (`alpha = 1`, `beta = 0`). This computes the same chain directly, so
-/// the result is the same to the last bit, without matrixmultiply's packing buffer, which it
-/// allocates on every call. Elsewhere, or for longer `k`, it calls ndarray.
-fn small_product(
-    a: ArrayView2<'_, f64>,
-    b: ArrayView2<'_, f64>,
-    mut out: ArrayViewMut2<'_, f64>,
-    add: bool,
-) {
-    let ((m, k), n) = (a.dim(), b.ncols());
-    debug_assert_eq!((b.nrows(), out.dim()), (k, (m, n)));
-    if k == 0 || k > 256 || Isa::detected() > Isa::Avx2 {
-        let p = a.dot(&b);
-        if add {
-            out += &p;
-        } else {
-            out.assign(&p);
-        }
-        return;
-    }
-    let (ap, ars, acs) = (a.as_ptr(), a.strides()[0], a.strides()[1]);
-    let (bp, brs, bcs) = (b.as_ptr(), b.strides()[0], b.strides()[1]);
-    let (op, ors, ocs) = (out.as_mut_ptr(), out.strides()[0], out.strides()[1]);
-    Isa::Avx2.run(
-        #[inline(always)]
-        || {
-            // SAFETY: every offset is of an element inside `a` (m x k), `b` (k x n) or `out`
-            // (m x n), by their own strides; `out` is borrowed mutably, `a` and `b` shared.
-            unsafe {
-                let at = |r: usize, t: usize| *ap.offset(r as isize * ars + t as isize * acs);
-                let bt = |t: usize, c: usize| *bp.offset(t as isize * brs + c as isize * bcs);
-                for r in 0..m {
-                    let mut c = 0;
-                    // Four independent chains at a time, each in the order of its own k.
-                    while c + 4 <= n {
-                        let mut acc = [0.0_f64; 4];
-                        for t in 0..k {
-                            let x = at(r, t);
-                            for (j, acc) in acc.iter_mut().enumerate() {
-                                *acc = x.mul_add(bt(t, c + j), *acc);
-                            }
-                        }
-                        for (j, acc) in acc.into_iter().enumerate() {
-                            let o = op.offset(r as isize * ors + (c + j) as isize * ocs);
-                            *o = if add { *o + acc } else { acc };
-                        }
-                        c += 4;
-                    }
-                    while c < n {
-                        let mut acc = 0.0_f64;
-                        for t in 0..k {
-                            acc = at(r, t).mul_add(bt(t, c), acc);
-                        }
-                        let o = op.offset(r as isize * ors + c as isize * ocs);
-                        *o = if add { *o + acc } else { acc };
-                        c += 1;
-                    }
-                }
-            }
-        },
-    );
 }
 
 /// Row-wise softmax of `scores`, with `mask` (`false` = masked), as
