@@ -8,7 +8,7 @@
 //! `dL/dy`, **adds** the parameters' gradients into `grads` (a value of the same type, from
 //! [`Params::zeros_like`]) and returns `dL/dx`.
 
-use ndarray::{Array1, Array2, ArrayViewD, ArrayViewMutD, Axis, s};
+use ndarray::{Array1, Array2, ArrayView1, ArrayViewD, ArrayViewMutD, Axis, s};
 use rand::Rng;
 
 use crate::error::AttentionError;
@@ -81,7 +81,9 @@ impl Linear {
             self.w.ncols(),
             "Linear::backward: output width"
         );
-        grads.w += &crate::matmul::dot(&x.t(), grad_y);
+        // `grads.w += x^T g`, the product added to the gradient element by element, with no
+        // matrix in between.
+        dot_into(x.t(), grad_y.view(), grads.w.view_mut(), true);
         grads.b += &grad_y.sum_axis(Axis(0));
         crate::matmul::dot(grad_y, &self.w.t())
     }
@@ -222,6 +224,16 @@ impl LayerNormGrad {
     pub fn forward(&self, x: &Array2<f64>) -> (Array2<f64>, LayerNormCache) {
         let d = self.gamma.len();
         assert_eq!(x.ncols(), d, "LayerNormGrad::forward: input width");
+        match (x.as_slice(), self.gamma.as_slice(), self.beta.as_slice()) {
+            (Some(x), Some(gamma), Some(beta)) if d >= 2 => ln_forward(x, gamma, beta),
+            _ => self.forward_arrays(x),
+        }
+    }
+
+    /// [`LayerNormGrad::forward`] as array expressions: what [`ln_forward`] computes row by
+    /// row, the same operations in the same order (a test compares the two bit for bit).
+    fn forward_arrays(&self, x: &Array2<f64>) -> (Array2<f64>, LayerNormCache) {
+        let d = self.gamma.len();
         let mean = x.mean_axis(Axis(1)).expect("d > 0");
         let centred = x - &mean.insert_axis(Axis(1));
         let var = centred.mapv(|v| v * v).sum_axis(Axis(1)) / d as f64;
@@ -239,6 +251,31 @@ impl LayerNormGrad {
         grad_y: &Array2<f64>,
         grads: &mut Self,
     ) -> Array2<f64> {
+        let d = self.gamma.len();
+        let slices = (
+            grad_y.as_slice(),
+            cache.xhat.as_slice(),
+            self.gamma.as_slice(),
+            grads.gamma.as_slice_mut(),
+            grads.beta.as_slice_mut(),
+        );
+        match slices {
+            (Some(g), Some(xhat), Some(gamma), Some(d_gamma), Some(d_beta))
+                if d >= 2 && g.len() == xhat.len() =>
+            {
+                ln_backward(g, xhat, &cache.inv_std, gamma, d_gamma, d_beta)
+            }
+            _ => self.backward_arrays(cache, grad_y, grads),
+        }
+    }
+
+    /// [`LayerNormGrad::backward`] as array expressions (see [`LayerNormGrad::forward_arrays`]).
+    fn backward_arrays(
+        &self,
+        cache: &LayerNormCache,
+        grad_y: &Array2<f64>,
+        grads: &mut Self,
+    ) -> Array2<f64> {
         let d = self.gamma.len() as f64;
         grads.gamma += &(grad_y * &cache.xhat).sum_axis(Axis(0));
         grads.beta += &grad_y.sum_axis(Axis(0));
@@ -250,6 +287,91 @@ impl LayerNormGrad {
         let inner = g_hat * d - &sum_g - &cache.xhat * &sum_gx;
         inner * &(&cache.inv_std / d).insert_axis(Axis(1))
     }
+}
+
+/// Layer norm of the rows of `x` (row-major, `gamma.len()` wide) without a temporary per
+/// step: per row the mean and the variance are ndarray's `sum` (its eight-way unrolled
+/// fold) of the row and of its squares, divided by `d`, exactly as `mean_axis` and
+/// `sum_axis` compute them, and every element goes through the operations of
+/// [`LayerNormGrad::forward_arrays`] in the same order.
+fn ln_forward(x: &[f64], gamma: &[f64], beta: &[f64]) -> (Array2<f64>, LayerNormCache) {
+    let d = gamma.len();
+    let (rows, df) = (x.len() / d, d as f64);
+    let mut xhat = vec![0.0; x.len()];
+    let mut y = vec![0.0; x.len()];
+    let mut inv_std = Array1::zeros(rows);
+    let mut sq = vec![0.0; d];
+    for (r, ((x, xh), y)) in x
+        .chunks_exact(d)
+        .zip(xhat.chunks_exact_mut(d))
+        .zip(y.chunks_exact_mut(d))
+        .enumerate()
+    {
+        let mean = ArrayView1::from(x).sum() / df;
+        for ((xh, sq), &x) in xh.iter_mut().zip(&mut sq).zip(x) {
+            *xh = x - mean;
+            *sq = *xh * *xh;
+        }
+        let var = ArrayView1::from(&sq[..]).sum() / df;
+        let is = 1.0 / (var + LN_EPS).sqrt();
+        inv_std[r] = is;
+        for (((y, xh), &g), &b) in y.iter_mut().zip(xh.iter_mut()).zip(gamma).zip(beta) {
+            *xh *= is;
+            *y = *xh * g + b;
+        }
+    }
+    let shape = (rows, d);
+    let array = |v: Vec<f64>| Array2::from_shape_vec(shape, v).expect("rows x d elements");
+    (
+        array(y),
+        LayerNormCache {
+            xhat: array(xhat),
+            inv_std,
+        },
+    )
+}
+
+/// The backward pass of [`ln_forward`], as [`LayerNormGrad::backward_arrays`] computes it: the
+/// parameters' gradients are column sums from zero, row after row, added to `d_gamma` and
+/// `d_beta` at the end; the row sums are ndarray's `sum` of `g ⊙ gamma` and of `g ⊙ gamma ⊙
+/// xhat`.
+fn ln_backward(
+    g: &[f64],
+    xhat: &[f64],
+    inv_std: &Array1<f64>,
+    gamma: &[f64],
+    d_gamma: &mut [f64],
+    d_beta: &mut [f64],
+) -> Array2<f64> {
+    let d = gamma.len();
+    let (rows, df) = (g.len() / d, d as f64);
+    let (mut col_gx, mut col_g) = (vec![0.0; d], vec![0.0; d]);
+    let (mut g_hat, mut g_hat_x) = (vec![0.0; d], vec![0.0; d]);
+    let mut out = vec![0.0; g.len()];
+    for (r, ((g, xh), out)) in g
+        .chunks_exact(d)
+        .zip(xhat.chunks_exact(d))
+        .zip(out.chunks_exact_mut(d))
+        .enumerate()
+    {
+        for j in 0..d {
+            col_gx[j] = col_gx[j] + g[j] * xh[j];
+            col_g[j] = col_g[j] + g[j];
+            g_hat[j] = g[j] * gamma[j];
+            g_hat_x[j] = g_hat[j] * xh[j];
+        }
+        let sum_g = ArrayView1::from(&g_hat[..]).sum();
+        let sum_gx = ArrayView1::from(&g_hat_x[..]).sum();
+        let f = inv_std[r] / df;
+        for j in 0..d {
+            out[j] = (g_hat[j] * df - sum_g - xh[j] * sum_gx) * f;
+        }
+    }
+    for j in 0..d {
+        d_gamma[j] += col_gx[j];
+        d_beta[j] += col_g[j];
+    }
+    Array2::from_shape_vec((rows, d), out).expect("rows x d elements")
 }
 
 impl Params for LayerNormGrad {
@@ -822,6 +944,34 @@ mod tests {
         let gx = ln.backward(&cache, &r, &mut grads);
         check_params(&ln, &grads, |l| probe_loss(&l.forward(&x).0, &r));
         check_input(&x, &gx, |x| probe_loss(&ln.forward(x).0, &r));
+    }
+
+    /// The row loops compute what the array expressions do, bit for bit, for widths below,
+    /// at and above one unrolled block of eight.
+    #[test]
+    fn layer_norm_loops_are_the_array_expressions() {
+        let mut rng = rng();
+        for d in [2, 5, 8, 16, 32, 37] {
+            let mut ln = LayerNormGrad::new(d);
+            ln.gamma = crate::init::randn1(d, &mut rng);
+            ln.beta = crate::init::randn1(d, &mut rng);
+            let x = randn2(7, d, &mut rng) * 3.0 + 1.5;
+            let g = randn2(7, d, &mut rng);
+            let ((y, c), (y0, c0)) = (ln.forward(&x), ln.forward_arrays(&x));
+            let bits = |a: &Array2<f64>| a.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&y), bits(&y0), "y, d = {d}");
+            assert_eq!(bits(&c.xhat), bits(&c0.xhat), "xhat, d = {d}");
+            assert_eq!(c.inv_std, c0.inv_std);
+            let (mut gr, mut gr0) = (ln.zeros_like(), ln.zeros_like());
+            gr.gamma.fill(0.25);
+            gr0.gamma.fill(0.25);
+            let (gx, gx0) = (
+                ln.backward(&c, &g, &mut gr),
+                ln.backward_arrays(&c0, &g, &mut gr0),
+            );
+            assert_eq!(bits(&gx), bits(&gx0), "dx, d = {d}");
+            assert_eq!((gr.gamma, gr.beta), (gr0.gamma, gr0.beta), "d = {d}");
+        }
     }
 
     #[test]
