@@ -656,7 +656,8 @@ impl AttentionGrad {
         let mut q = self.w_q.forward(xq);
         let mut k = self.w_k.forward(xkv);
         let v = self.w_v.forward(xkv);
-        if let Some(pos) = pos {
+        // Only RoPE rotates; for the other schemes `rotate_heads` would copy.
+        if let Some(pos) = pos.filter(|p| p.rotates()) {
             q = pos.rotate_heads(&q, m, dh, false);
             k = pos.rotate_heads(&k, n, dh, false);
         }
@@ -780,7 +781,7 @@ impl AttentionGrad {
                 dot_into(gs.t(), qi, gk.slice_mut(s![rows_k, cols_k]), true);
             }
         }
-        if let Some((p, _)) = pos {
+        if let Some((p, _)) = pos.filter(|(p, _)| p.rotates()) {
             gq = p.rotate_heads(&gq, m, dh, true);
             gk = p.rotate_heads(&gk, n, dh, true);
         }
