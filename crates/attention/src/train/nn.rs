@@ -455,7 +455,10 @@ impl FeedForwardGrad {
         grads: &mut Self,
     ) -> Array2<f64> {
         let g_hidden = self.l2.backward(&cache.hidden, grad_y, &mut grads.l2);
-        let g_pre = g_hidden * &cache.pre.mapv(|v| if v > 0.0 { 1.0 } else { 0.0 });
+        // Multiplied by the 0/1 mask (not selected), so that signed zeros and NaNs come out
+        // as they always have; in place instead of through a mask matrix.
+        let mut g_pre = g_hidden;
+        g_pre.zip_mut_with(&cache.pre, |g, &v| *g *= if v > 0.0 { 1.0 } else { 0.0 });
         self.l1.backward(&cache.x, &g_pre, &mut grads.l1)
     }
 }
