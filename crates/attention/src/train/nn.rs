@@ -355,8 +355,8 @@ fn ln_backward(
         .enumerate()
     {
         for j in 0..d {
-            col_gx[j] = col_gx[j] + g[j] * xh[j];
-            col_g[j] = col_g[j] + g[j];
+            col_gx[j] += g[j] * xh[j];
+            col_g[j] += g[j];
             g_hat[j] = g[j] * gamma[j];
             g_hat_x[j] = g_hat[j] * xh[j];
         }
