@@ -110,8 +110,8 @@ pub(crate) fn dot_into(
 }
 
 /// ndarray's `general_mat_mul`, `c = alpha a b + beta c`, bit for bit: through [`dot_into`]
-/// for `alpha = 1` and `beta` 0 or 1 (matrixmultiply's epilogue is then `fma(1, ab, 1 c)`, the
-/// sum `ab + c` rounded once, or `ab`), through ndarray otherwise.
+/// for `alpha = 1`, `beta` 0 or 1 and a depth within one block (matrixmultiply's epilogue is
+/// then `fma(1, ab, 1 c)`, the sum `ab + c` rounded once, or `ab`), through ndarray otherwise.
 ///
 /// # Panics
 ///
@@ -128,7 +128,9 @@ pub(crate) fn general_mat_mul<S1, S2, S3>(
     S2: Data<Elem = f64>,
     S3: DataMut<Elem = f64>,
 {
-    if alpha == 1.0 && (beta == 0.0 || beta == 1.0) {
+    // Beyond one depth block matrixmultiply adds each block's chain to `c` in turn, which
+    // `dot_into`'s fallback (`c + (ab_1 + ab_2)`) would round differently: ndarray there.
+    if alpha == 1.0 && (beta == 0.0 || beta == 1.0) && fast(a.ncols()) {
         dot_into(a.view(), b.view(), c.view_mut(), beta == 1.0);
     } else {
         ndarray::linalg::general_mat_mul(alpha, a, b, beta, c);
@@ -465,6 +467,8 @@ mod tests {
             (7, 32, 16),
             (256, 32, 40),
             (1, 3, 2),
+            (5, 300, 6),
+            (3, 600, 9),
         ] {
             let a = randn2(m, k + 3, &mut rng);
             let bt = randn2(n, k, &mut rng);
