@@ -121,9 +121,16 @@ fn main() {
             export(path, updates(2));
         }
         Some("time") => time(updates(1)),
+        Some("time-chapter") => {
+            let chapter = args.get(1).map(String::as_str);
+            time_chapter(chapter.expect("time-chapter 9|10 [UPDATES]"), updates(2));
+        }
         Some("fingerprint") => fingerprint(),
         _ => {
-            eprintln!("usage: bench_train export FILE [UPDATES] | time [UPDATES] | fingerprint");
+            eprintln!(
+                "usage: bench_train export FILE [UPDATES] | time [UPDATES] | \
+                 time-chapter 9|10 [UPDATES] | fingerprint"
+            );
             std::process::exit(2);
         }
     }
@@ -150,6 +157,49 @@ fn time(updates: usize) {
     let mut h = Fnv::default();
     losses.iter().for_each(|l| h.f64(*l));
     println!("rust\t{updates}\t{wall:.6}\t{cpu:.6}\t{:016x}", h.0);
+}
+
+/// Like `time`, with the model, batch and lengths of chapter 9's scheme comparison (`d_model`
+/// 16, 2 heads, `d_ff` 32, batches of 16 of length 4 to 6) or chapter 10's (chapter 8's model
+/// with lengths 4 to 6); sinusoidal positions, 4 key/value heads.
+fn time_chapter(chapter: &str, updates: usize) {
+    if std::env::var_os("BENCH_TRAIN_MALLOPT").is_some_and(|v| !v.is_empty()) {
+        keep_the_heap();
+    }
+    let (cfg, batch) = match chapter {
+        "9" => (
+            ModelConfig {
+                d_model: 16,
+                heads: 2,
+                kv_heads: 2,
+                d_ff: 32,
+                max_len: 10,
+                ..config(Positions::Sinusoidal, 4)
+            },
+            16,
+        ),
+        "10" => (config(Positions::Sinusoidal, 4), 32),
+        other => panic!("time-chapter: chapter 9 or 10, not {other}"),
+    };
+    let mut rng = StdRng::seed_from_u64(SEED);
+    let task = Reversal::new(8, 4, 6, 100, &mut rng);
+    let model = TinyTransformer::new(cfg, &mut rng);
+    let batches: Vec<Batch> = (0..updates).map(|_| task.batch(batch, &mut rng)).collect();
+    let mut warm = model.clone();
+    train(&mut warm, &batches[..WARMUP.min(updates)]);
+    let mut model = model;
+    let (start, cpu_start) = (Instant::now(), thread_cpu_seconds());
+    let losses = train(&mut model, &batches);
+    let (wall, cpu) = (
+        start.elapsed().as_secs_f64(),
+        thread_cpu_seconds() - cpu_start,
+    );
+    let mut h = Fnv::default();
+    losses.iter().for_each(|l| h.f64(*l));
+    println!(
+        "rust-ch{chapter}\t{updates}\t{wall:.6}\t{cpu:.6}\t{:016x}",
+        h.0
+    );
 }
 
 /// Names of the parameter tensors, in the order of `Params::params` (for the sinusoidal

@@ -11,11 +11,12 @@
 //! Layout as in [`gru`](super::gru): annotations are `(n * b) x d` with row `j * b + k` for
 //! position `j` of sentence `k`; queries and contexts are `b x d` per step.
 
-use ndarray::linalg::{general_mat_mul, general_mat_vec_mul};
+use ndarray::linalg::general_mat_vec_mul;
 use ndarray::{Array1, Array2, ArrayView2, ArrayViewD, ArrayViewMut2, ArrayViewMutD, s};
 
 use crate::additive::Additive;
 use crate::float::tanh_in_place;
+use crate::matmul::general_mat_mul;
 
 use super::params::Params;
 

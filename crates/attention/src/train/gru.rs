@@ -25,12 +25,12 @@
 //! products write into preallocated rows (`general_mat_mul`) and the activations use the
 //! vectorised `tanh` of the fused kernels.
 
-use ndarray::linalg::general_mat_mul;
 use ndarray::{Array1, Array2, ArrayView2, ArrayViewD, ArrayViewMut2, ArrayViewMutD, Axis, s};
 use rand::Rng;
 
 use crate::float::{sigmoid_in_place, tanh_in_place};
 use crate::init::xavier_uniform;
+use crate::matmul::general_mat_mul;
 
 use super::params::Params;
 

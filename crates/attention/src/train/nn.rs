@@ -8,12 +8,12 @@
 //! `dL/dy`, **adds** the parameters' gradients into `grads` (a value of the same type, from
 //! [`Params::zeros_like`]) and returns `dL/dx`.
 
-use ndarray::{Array1, Array2, ArrayView2, ArrayViewD, ArrayViewMut2, ArrayViewMutD, Axis, s};
+use ndarray::{Array1, Array2, ArrayView1, ArrayViewD, ArrayViewMutD, Axis, s};
 use rand::Rng;
 
 use crate::error::AttentionError;
 use crate::init::xavier_uniform;
-use crate::simd::Isa;
+use crate::matmul::dot_into;
 use crate::softmax::{log_softmax, masked_softmax_rows, softmax_rows};
 
 use super::params::Params;
@@ -81,7 +81,9 @@ impl Linear {
             self.w.ncols(),
             "Linear::backward: output width"
         );
-        grads.w += &crate::matmul::dot(&x.t(), grad_y);
+        // `grads.w += x^T g`, the product added to the gradient element by element, with no
+        // matrix in between.
+        dot_into(x.t(), grad_y.view(), grads.w.view_mut(), true);
         grads.b += &grad_y.sum_axis(Axis(0));
         crate::matmul::dot(grad_y, &self.w.t())
     }
@@ -222,6 +224,16 @@ impl LayerNormGrad {
     pub fn forward(&self, x: &Array2<f64>) -> (Array2<f64>, LayerNormCache) {
         let d = self.gamma.len();
         assert_eq!(x.ncols(), d, "LayerNormGrad::forward: input width");
+        match (x.as_slice(), self.gamma.as_slice(), self.beta.as_slice()) {
+            (Some(x), Some(gamma), Some(beta)) if d >= 2 => ln_forward(x, gamma, beta),
+            _ => self.forward_arrays(x),
+        }
+    }
+
+    /// [`LayerNormGrad::forward`] as array expressions: what [`ln_forward`] computes row by
+    /// row, the same operations in the same order (a test compares the two bit for bit).
+    fn forward_arrays(&self, x: &Array2<f64>) -> (Array2<f64>, LayerNormCache) {
+        let d = self.gamma.len();
         let mean = x.mean_axis(Axis(1)).expect("d > 0");
         let centred = x - &mean.insert_axis(Axis(1));
         let var = centred.mapv(|v| v * v).sum_axis(Axis(1)) / d as f64;
@@ -239,6 +251,31 @@ impl LayerNormGrad {
         grad_y: &Array2<f64>,
         grads: &mut Self,
     ) -> Array2<f64> {
+        let d = self.gamma.len();
+        let slices = (
+            grad_y.as_slice(),
+            cache.xhat.as_slice(),
+            self.gamma.as_slice(),
+            grads.gamma.as_slice_mut(),
+            grads.beta.as_slice_mut(),
+        );
+        match slices {
+            (Some(g), Some(xhat), Some(gamma), Some(d_gamma), Some(d_beta))
+                if d >= 2 && g.len() == xhat.len() =>
+            {
+                ln_backward(g, xhat, &cache.inv_std, gamma, d_gamma, d_beta)
+            }
+            _ => self.backward_arrays(cache, grad_y, grads),
+        }
+    }
+
+    /// [`LayerNormGrad::backward`] as array expressions (see [`LayerNormGrad::forward_arrays`]).
+    fn backward_arrays(
+        &self,
+        cache: &LayerNormCache,
+        grad_y: &Array2<f64>,
+        grads: &mut Self,
+    ) -> Array2<f64> {
         let d = self.gamma.len() as f64;
         grads.gamma += &(grad_y * &cache.xhat).sum_axis(Axis(0));
         grads.beta += &grad_y.sum_axis(Axis(0));
@@ -250,6 +287,91 @@ impl LayerNormGrad {
         let inner = g_hat * d - &sum_g - &cache.xhat * &sum_gx;
         inner * &(&cache.inv_std / d).insert_axis(Axis(1))
     }
+}
+
+/// Layer norm of the rows of `x` (row-major, `gamma.len()` wide) without a temporary per
+/// step: per row the mean and the variance are ndarray's `sum` (its eight-way unrolled
+/// fold) of the row and of its squares, divided by `d`, exactly as `mean_axis` and
+/// `sum_axis` compute them, and every element goes through the operations of
+/// [`LayerNormGrad::forward_arrays`] in the same order.
+fn ln_forward(x: &[f64], gamma: &[f64], beta: &[f64]) -> (Array2<f64>, LayerNormCache) {
+    let d = gamma.len();
+    let (rows, df) = (x.len() / d, d as f64);
+    let mut xhat = vec![0.0; x.len()];
+    let mut y = vec![0.0; x.len()];
+    let mut inv_std = Array1::zeros(rows);
+    let mut sq = vec![0.0; d];
+    for (r, ((x, xh), y)) in x
+        .chunks_exact(d)
+        .zip(xhat.chunks_exact_mut(d))
+        .zip(y.chunks_exact_mut(d))
+        .enumerate()
+    {
+        let mean = ArrayView1::from(x).sum() / df;
+        for ((xh, sq), &x) in xh.iter_mut().zip(&mut sq).zip(x) {
+            *xh = x - mean;
+            *sq = *xh * *xh;
+        }
+        let var = ArrayView1::from(&sq[..]).sum() / df;
+        let is = 1.0 / (var + LN_EPS).sqrt();
+        inv_std[r] = is;
+        for (((y, xh), &g), &b) in y.iter_mut().zip(xh.iter_mut()).zip(gamma).zip(beta) {
+            *xh *= is;
+            *y = *xh * g + b;
+        }
+    }
+    let shape = (rows, d);
+    let array = |v: Vec<f64>| Array2::from_shape_vec(shape, v).expect("rows x d elements");
+    (
+        array(y),
+        LayerNormCache {
+            xhat: array(xhat),
+            inv_std,
+        },
+    )
+}
+
+/// The backward pass of [`ln_forward`], as [`LayerNormGrad::backward_arrays`] computes it: the
+/// parameters' gradients are column sums from zero, row after row, added to `d_gamma` and
+/// `d_beta` at the end; the row sums are ndarray's `sum` of `g ⊙ gamma` and of `g ⊙ gamma ⊙
+/// xhat`.
+fn ln_backward(
+    g: &[f64],
+    xhat: &[f64],
+    inv_std: &Array1<f64>,
+    gamma: &[f64],
+    d_gamma: &mut [f64],
+    d_beta: &mut [f64],
+) -> Array2<f64> {
+    let d = gamma.len();
+    let (rows, df) = (g.len() / d, d as f64);
+    let (mut col_gx, mut col_g) = (vec![0.0; d], vec![0.0; d]);
+    let (mut g_hat, mut g_hat_x) = (vec![0.0; d], vec![0.0; d]);
+    let mut out = vec![0.0; g.len()];
+    for (r, ((g, xh), out)) in g
+        .chunks_exact(d)
+        .zip(xhat.chunks_exact(d))
+        .zip(out.chunks_exact_mut(d))
+        .enumerate()
+    {
+        for j in 0..d {
+            col_gx[j] += g[j] * xh[j];
+            col_g[j] += g[j];
+            g_hat[j] = g[j] * gamma[j];
+            g_hat_x[j] = g_hat[j] * xh[j];
+        }
+        let sum_g = ArrayView1::from(&g_hat[..]).sum();
+        let sum_gx = ArrayView1::from(&g_hat_x[..]).sum();
+        let f = inv_std[r] / df;
+        for j in 0..d {
+            out[j] = (g_hat[j] * df - sum_g - xh[j] * sum_gx) * f;
+        }
+    }
+    for j in 0..d {
+        d_gamma[j] += col_gx[j];
+        d_beta[j] += col_g[j];
+    }
+    Array2::from_shape_vec((rows, d), out).expect("rows x d elements")
 }
 
 impl Params for LayerNormGrad {
@@ -333,7 +455,10 @@ impl FeedForwardGrad {
         grads: &mut Self,
     ) -> Array2<f64> {
         let g_hidden = self.l2.backward(&cache.hidden, grad_y, &mut grads.l2);
-        let g_pre = g_hidden * &cache.pre.mapv(|v| if v > 0.0 { 1.0 } else { 0.0 });
+        // Multiplied by the 0/1 mask (not selected), so that signed zeros and NaNs come out
+        // as they always have; in place instead of through a mask matrix.
+        let mut g_pre = g_hidden;
+        g_pre.zip_mut_with(&cache.pre, |g, &v| *g *= if v > 0.0 { 1.0 } else { 0.0 });
         self.l1.backward(&cache.x, &g_pre, &mut grads.l1)
     }
 }
@@ -534,7 +659,8 @@ impl AttentionGrad {
         let mut q = self.w_q.forward(xq);
         let mut k = self.w_k.forward(xkv);
         let v = self.w_v.forward(xkv);
-        if let Some(pos) = pos {
+        // Only RoPE rotates; for the other schemes `rotate_heads` would copy.
+        if let Some(pos) = pos.filter(|p| p.rotates()) {
             q = pos.rotate_heads(&q, m, dh, false);
             k = pos.rotate_heads(&k, n, dh, false);
         }
@@ -551,7 +677,7 @@ impl AttentionGrad {
                 let qi = q.slice(s![b * m..(b + 1) * m, i * dh..(i + 1) * dh]);
                 let kg = k.slice(s![b * n..(b + 1) * n, g * dh..(g + 1) * dh]);
                 let vg = v.slice(s![b * n..(b + 1) * n, g * dh..(g + 1) * dh]);
-                small_product(qi, kg.t(), scores.view_mut(), false);
+                dot_into(qi, kg.t(), scores.view_mut(), false);
                 scores *= scale;
                 if let Some(bias) = bias {
                     scores += bias;
@@ -565,7 +691,7 @@ impl AttentionGrad {
                         softmax_rows_masked(&scores, None).unwrap_or_else(|| softmax_rows(&scores))
                     }
                 };
-                small_product(
+                dot_into(
                     a.view(),
                     vg,
                     concat.slice_mut(s![b * m..(b + 1) * m, i * dh..(i + 1) * dh]),
@@ -635,13 +761,13 @@ impl AttentionGrad {
                 let vg = cache.v.slice(s![rows_k.clone(), cols_k.clone()]);
                 let kg = cache.k.slice(s![rows_k.clone(), cols_k.clone()]);
                 let qi = cache.q.slice(s![rows_q.clone(), cols_q.clone()]);
-                small_product(
+                dot_into(
                     a.t(),
                     go,
                     gv.slice_mut(s![rows_k.clone(), cols_k.clone()]),
                     true,
                 );
-                small_product(go, vg.t(), ga.view_mut(), false);
+                dot_into(go, vg.t(), ga.view_mut(), false);
                 // softmax_backward row by row, into one buffer: p ⊙ (g - p·g).
                 for r in 0..m {
                     let (p_r, g_r) = (a.row(r), ga.row(r));
@@ -654,11 +780,11 @@ impl AttentionGrad {
                     p.score_bias_backward(i, gs.view(), pg);
                 }
                 gs *= scale;
-                small_product(gs.view(), kg, gq.slice_mut(s![rows_q, cols_q]), false);
-                small_product(gs.t(), qi, gk.slice_mut(s![rows_k, cols_k]), true);
+                dot_into(gs.view(), kg, gq.slice_mut(s![rows_q, cols_q]), false);
+                dot_into(gs.t(), qi, gk.slice_mut(s![rows_k, cols_k]), true);
             }
         }
-        if let Some((p, _)) = pos {
+        if let Some((p, _)) = pos.filter(|(p, _)| p.rotates()) {
             gq = p.rotate_heads(&gq, m, dh, true);
             gk = p.rotate_heads(&gk, n, dh, true);
         }
@@ -731,73 +857,6 @@ pub fn softmax_cross_entropy(logits: &Array2<f64>, targets: &[usize]) -> (f64, A
         g[t] -= 1.0 / rows;
     }
     (loss / rows, grad)
-}
-
-/// `out = a b`, or `out += a b` with `add`, for the per-head products of attention.
-///
-/// On a CPU with AVX2 and FMA, matrixmultiply (behind ndarray's `dot`) computes each element
-/// as one fused multiply-add chain over `k`, in order, from +0 (for `k` up to its block of
-/// 256), then stores it (`alpha = 1`, `beta = 0`). This computes the same chain directly, so
-/// the result is the same to the last bit, without matrixmultiply's packing buffer, which it
-/// allocates on every call. Elsewhere, or for longer `k`, it calls ndarray.
-fn small_product(
-    a: ArrayView2<'_, f64>,
-    b: ArrayView2<'_, f64>,
-    mut out: ArrayViewMut2<'_, f64>,
-    add: bool,
-) {
-    let ((m, k), n) = (a.dim(), b.ncols());
-    debug_assert_eq!((b.nrows(), out.dim()), (k, (m, n)));
-    if k == 0 || k > 256 || Isa::detected() > Isa::Avx2 {
-        let p = a.dot(&b);
-        if add {
-            out += &p;
-        } else {
-            out.assign(&p);
-        }
-        return;
-    }
-    let (ap, ars, acs) = (a.as_ptr(), a.strides()[0], a.strides()[1]);
-    let (bp, brs, bcs) = (b.as_ptr(), b.strides()[0], b.strides()[1]);
-    let (op, ors, ocs) = (out.as_mut_ptr(), out.strides()[0], out.strides()[1]);
-    Isa::Avx2.run(
-        #[inline(always)]
-        || {
-            // SAFETY: every offset is of an element inside `a` (m x k), `b` (k x n) or `out`
-            // (m x n), by their own strides; `out` is borrowed mutably, `a` and `b` shared.
-            unsafe {
-                let at = |r: usize, t: usize| *ap.offset(r as isize * ars + t as isize * acs);
-                let bt = |t: usize, c: usize| *bp.offset(t as isize * brs + c as isize * bcs);
-                for r in 0..m {
-                    let mut c = 0;
-                    // Four independent chains at a time, each in the order of its own k.
-                    while c + 4 <= n {
-                        let mut acc = [0.0_f64; 4];
-                        for t in 0..k {
-                            let x = at(r, t);
-                            for (j, acc) in acc.iter_mut().enumerate() {
-                                *acc = x.mul_add(bt(t, c + j), *acc);
-                            }
-                        }
-                        for (j, acc) in acc.into_iter().enumerate() {
-                            let o = op.offset(r as isize * ors + (c + j) as isize * ocs);
-                            *o = if add { *o + acc } else { acc };
-                        }
-                        c += 4;
-                    }
-                    while c < n {
-                        let mut acc = 0.0_f64;
-                        for t in 0..k {
-                            acc = at(r, t).mul_add(bt(t, c), acc);
-                        }
-                        let o = op.offset(r as isize * ors + c as isize * ocs);
-                        *o = if add { *o + acc } else { acc };
-                        c += 1;
-                    }
-                }
-            }
-        },
-    );
 }
 
 /// Row-wise softmax of `scores`, with `mask` (`false` = masked), as
@@ -889,6 +948,34 @@ mod tests {
         let gx = ln.backward(&cache, &r, &mut grads);
         check_params(&ln, &grads, |l| probe_loss(&l.forward(&x).0, &r));
         check_input(&x, &gx, |x| probe_loss(&ln.forward(x).0, &r));
+    }
+
+    /// The row loops compute what the array expressions do, bit for bit, for widths below,
+    /// at and above one unrolled block of eight.
+    #[test]
+    fn layer_norm_loops_are_the_array_expressions() {
+        let mut rng = rng();
+        for d in [2, 5, 8, 16, 32, 37] {
+            let mut ln = LayerNormGrad::new(d);
+            ln.gamma = crate::init::randn1(d, &mut rng);
+            ln.beta = crate::init::randn1(d, &mut rng);
+            let x = randn2(7, d, &mut rng) * 3.0 + 1.5;
+            let g = randn2(7, d, &mut rng);
+            let ((y, c), (y0, c0)) = (ln.forward(&x), ln.forward_arrays(&x));
+            let bits = |a: &Array2<f64>| a.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&y), bits(&y0), "y, d = {d}");
+            assert_eq!(bits(&c.xhat), bits(&c0.xhat), "xhat, d = {d}");
+            assert_eq!(c.inv_std, c0.inv_std);
+            let (mut gr, mut gr0) = (ln.zeros_like(), ln.zeros_like());
+            gr.gamma.fill(0.25);
+            gr0.gamma.fill(0.25);
+            let (gx, gx0) = (
+                ln.backward(&c, &g, &mut gr),
+                ln.backward_arrays(&c0, &g, &mut gr0),
+            );
+            assert_eq!(bits(&gx), bits(&gx0), "dx, d = {d}");
+            assert_eq!((gr.gamma, gr.beta), (gr0.gamma, gr0.beta), "d = {d}");
+        }
     }
 
     #[test]

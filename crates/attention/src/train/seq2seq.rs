@@ -23,12 +23,12 @@
 //! A batch holds sentences of one source length and targets of one length; inside, every
 //! layer works step after step on `batch` rows at a time (see [`gru`](super::gru)).
 
-use ndarray::linalg::general_mat_mul;
 use ndarray::{Array2, ArrayView2, ArrayViewD, ArrayViewMut2, ArrayViewMutD, Axis, s};
 use rand::Rng;
 
 use crate::additive::Additive;
 use crate::error::AttentionError;
+use crate::matmul::general_mat_mul;
 use crate::metrics::argmax;
 
 use super::bahdanau::{AttentionBackward, AttentionRun};

@@ -29,6 +29,18 @@ use crate::value::{IntoValue, check_name};
 /// that runs in a block also runs in a run.
 const WORKER_STACK: usize = 8 << 20;
 
+/// Most runs in flight per core: enough that `n` runs take `n / cores` run-lengths of wall
+/// time rather than `ceil(n / cores)` (5 runs on 2 cores: 2.5, not 3, with one core idle for
+/// the last), few enough that a family of 40 runs does not start 40 threads at once.
+const RUNS_PER_CORE: usize = 4;
+
+/// Worker threads for `n` runs on `cores` cores: every run at once, up to [`RUNS_PER_CORE`]
+/// per core. The operating system shares the cores between them; the results do not depend
+/// on the count (`the_worker_count_changes_nothing`).
+fn worker_count(n: usize, cores: usize) -> usize {
+    n.min(RUNS_PER_CORE * cores.max(1))
+}
+
 /// One run of a [`Lab::seeds`] family: its own seeded RNG and the values it records.
 ///
 /// Values are named relative to the family: `run.value("acc", x)` in family `mqa` records
@@ -128,8 +140,10 @@ impl Lab {
     /// so the glob `family.acc.seed.*` names them for a claim about every run. A NaN in any run
     /// makes every statistic of that element NaN.
     ///
-    /// The runs share the machine's cores: `min(n, available_parallelism)` worker threads
-    /// (each with an 8 MiB stack) take the runs in seed order. So `run` is `Fn + Sync`: it may
+    /// The runs share the machine's cores: up to 4 per core run at once (`min(n, 4 *
+    /// available_parallelism)` worker threads, each with an 8 MiB stack, take the runs in seed
+    /// order), so that 5 runs on 2 cores take two and a half runs' time, not three with a core
+    /// idle for the last. So `run` is `Fn + Sync`: it may
     /// read what the block computed before but not change it (or `lab`), and hands results
     /// back by returning them. What a run prints appears in whatever order the threads print
     /// it; print from the returned values after the call instead. Thread-local measurements
@@ -180,9 +194,10 @@ impl Lab {
             .collect();
         let mut outputs = Vec::with_capacity(n);
         let mut runs = Vec::with_capacity(n);
-        let workers = std::thread::available_parallelism()
-            .map_or(1, NonZeroUsize::get)
-            .min(n);
+        let workers = worker_count(
+            n,
+            std::thread::available_parallelism().map_or(1, NonZeroUsize::get),
+        );
         for (i, outcome) in run_all(family, &seeds, &run, workers)
             .into_iter()
             .enumerate()
@@ -408,6 +423,29 @@ mod tests {
             }
         }
         Ok(out)
+    }
+
+    /// Up to 4 runs per core start at once, not one per core: 5 seeds on 2 cores run side by
+    /// side instead of in three rounds with a core idle in the last.
+    #[test]
+    fn more_runs_than_cores_run_at_once() {
+        assert_eq!(worker_count(5, 2), 5);
+        assert_eq!(worker_count(40, 2), 8);
+        assert_eq!(worker_count(1, 8), 1);
+        assert_eq!(worker_count(3, 0), 3);
+        // Through the public call: every run waits until all 3 have started (3 <= 4 cores'
+        // worth on any machine), which only happens when they run at once.
+        let started = std::sync::atomic::AtomicUsize::new(0);
+        let mut lab = Lab::new("demo", 1);
+        let all_met = lab.seeds("wait", 3, |_| {
+            started.fetch_add(1, Ordering::SeqCst);
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            while started.load(Ordering::SeqCst) < 3 && std::time::Instant::now() < deadline {
+                std::thread::yield_now();
+            }
+            started.load(Ordering::SeqCst) == 3
+        });
+        assert_eq!(all_met, [true, true, true]);
     }
 
     /// Run 0 does the most work, so with several workers the runs finish out of order; the
