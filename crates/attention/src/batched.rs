@@ -46,7 +46,9 @@ pub fn split_heads_batched<S: Data<Elem = f64>>(
         .view()
         .into_shape_with_order((b, n, n_heads, d_k))
         .expect("a standard-layout array reshapes");
-    view.permuted_axes([0, 2, 1, 3]).as_standard_layout().into_owned()
+    view.permuted_axes([0, 2, 1, 3])
+        .as_standard_layout()
+        .into_owned()
 }
 
 /// The inverse of [`split_heads_batched`]: `B x h x n x d_k` back to `B x n x (h d_k)`, the
@@ -87,16 +89,12 @@ pub fn causal_mask_batched(n: usize) -> Array4<bool> {
 
 /// The shape two shapes broadcast to, NumPy's rule: axis by axis, equal or one of them 1.
 fn broadcast_shape(a: &[usize], b: &[usize], what: &str) -> [usize; 4] {
-    let mut out = [0; 4];
-    for k in 0..4 {
-        out[k] = match (a[k], b[k]) {
-            (x, y) if x == y => x,
-            (1, y) => y,
-            (x, 1) => x,
-            _ => panic!("{what}: shapes {a:?} and {b:?} do not broadcast"),
-        };
-    }
-    out
+    std::array::from_fn(|k| match (a[k], b[k]) {
+        (x, y) if x == y => x,
+        (1, y) => y,
+        (x, 1) => x,
+        _ => panic!("{what}: shapes {a:?} and {b:?} do not broadcast"),
+    })
 }
 
 /// Both masks at once (logical AND), broadcast against each other: a padding mask
@@ -141,7 +139,10 @@ pub fn batched_attention(
     let full = [b, h, n_q, n_k];
     let mask = mask.map(|m| {
         m.broadcast(full).unwrap_or_else(|| {
-            panic!("batched_attention: mask {:?} does not broadcast to {full:?}", m.shape())
+            panic!(
+                "batched_attention: mask {:?} does not broadcast to {full:?}",
+                m.shape()
+            )
         })
     });
     let scale = (d_k as f64).sqrt();
@@ -149,7 +150,10 @@ pub fn batched_attention(
     let mut out = Array4::<f64>::zeros((b, h, n_q, d_v));
     for bi in 0..b {
         for r in 0..h {
-            let scores: Array2<f64> = q.slice(ndarray::s![bi, r, .., ..]).dot(&k.slice(ndarray::s![bi, r, .., ..]).t()) / scale;
+            let scores: Array2<f64> = q
+                .slice(ndarray::s![bi, r, .., ..])
+                .dot(&k.slice(ndarray::s![bi, r, .., ..]).t())
+                / scale;
             let mut w = weights.slice_mut(ndarray::s![bi, r, .., ..]);
             for (i, row) in scores.rows().into_iter().enumerate() {
                 let masked = match &mask {
@@ -253,12 +257,19 @@ mod tests {
     use crate::softmax::softmax;
 
     fn randn3(b: usize, n: usize, d: usize, rng: &mut StdRng) -> Array3<f64> {
-        randn2(b * n, d, rng).into_shape_with_order((b, n, d)).unwrap()
+        randn2(b * n, d, rng)
+            .into_shape_with_order((b, n, d))
+            .unwrap()
     }
 
-    fn max_diff<D: ndarray::Dimension>(a: &ndarray::Array<f64, D>, b: &ndarray::Array<f64, D>) -> f64 {
+    fn max_diff<D: ndarray::Dimension>(
+        a: &ndarray::Array<f64, D>,
+        b: &ndarray::Array<f64, D>,
+    ) -> f64 {
         assert_eq!(a.shape(), b.shape());
-        Zip::from(a).and(b).fold(0.0_f64, |m, &x, &y| m.max((x - y).abs()))
+        Zip::from(a)
+            .and(b)
+            .fold(0.0_f64, |m, &x, &y| m.max((x - y).abs()))
     }
 
     #[test]
@@ -293,16 +304,27 @@ mod tests {
     #[test]
     #[should_panic(expected = "do not broadcast")]
     fn masks_that_do_not_broadcast_are_refused() {
-        combine_masks_batched(&padding_mask_batched(&[2, 3], 3), &padding_mask_batched(&[1, 2, 3], 3));
+        combine_masks_batched(
+            &padding_mask_batched(&[2, 3], 3),
+            &padding_mask_batched(&[1, 2, 3], 3),
+        );
     }
 
     /// The per-query formula of chapter 5, written out: o_i = sum_j a_ij v_j over the keys
     /// query i may see, a_ij = softmax_j(q_i . k_j / sqrt(d_k)).
-    fn per_query(q: &Array2<f64>, k: &Array2<f64>, v: &Array2<f64>, keep: &Array2<bool>) -> Array2<f64> {
+    fn per_query(
+        q: &Array2<f64>,
+        k: &Array2<f64>,
+        v: &Array2<f64>,
+        keep: &Array2<bool>,
+    ) -> Array2<f64> {
         let mut out = Array2::zeros((q.nrows(), v.ncols()));
         for i in 0..q.nrows() {
             let seen: Vec<usize> = (0..k.nrows()).filter(|&j| keep[[i, j]]).collect();
-            let scores = Array1::from_iter(seen.iter().map(|&j| q.row(i).dot(&k.row(j)) / (q.ncols() as f64).sqrt()));
+            let scores = Array1::from_iter(
+                seen.iter()
+                    .map(|&j| q.row(i).dot(&k.row(j)) / (q.ncols() as f64).sqrt()),
+            );
             let a = softmax(&scores);
             for (w, &j) in a.iter().zip(&seen) {
                 out.row_mut(i).scaled_add(*w, &v.row(j));
@@ -318,7 +340,8 @@ mod tests {
         let draw = |rng: &mut StdRng| split_heads_batched(&randn3(b, n, h * d_k, rng), h);
         let (q, k, v) = (draw(&mut rng), draw(&mut rng), draw(&mut rng));
         let lengths = [6, 4, 2];
-        let mask = combine_masks_batched(&padding_mask_batched(&lengths, n), &causal_mask_batched(n));
+        let mask =
+            combine_masks_batched(&padding_mask_batched(&lengths, n), &causal_mask_batched(n));
         let (out, w) = batched_attention(&q, &k, &v, Some(&mask));
         for bi in 0..b {
             let keep = combine_masks(&causal_mask(n), &padding_mask(n, n, lengths[bi]));
@@ -345,12 +368,12 @@ mod tests {
         let lengths = [5, 3];
         let mask = padding_mask_batched(&lengths, 5);
         let (out, weights) = multi_head_batched(&mh, &x, &x, Some(&mask));
-        for bi in 0..2 {
+        for (bi, &len) in lengths.iter().enumerate() {
             let xb = x.slice(s![bi, .., ..]).to_owned();
-            let one = mh.forward(&xb, &xb, Some(&padding_mask(5, 5, lengths[bi])));
+            let one = mh.forward(&xb, &xb, Some(&padding_mask(5, 5, len)));
             assert!(max_diff(&out.slice(s![bi, .., ..]).to_owned(), &one.output) < 1e-12);
-            for r in 0..2 {
-                assert!(max_diff(&weights.slice(s![bi, r, .., ..]).to_owned(), &one.weights[r]) < 1e-12);
+            for (r, w) in one.weights.iter().enumerate() {
+                assert!(max_diff(&weights.slice(s![bi, r, .., ..]).to_owned(), w) < 1e-12);
             }
         }
     }
