@@ -27,6 +27,9 @@
 //!     on a reordering translation task scored by sentence length ([`Reordering`]).
 //! 12. `kv_cache` - decoding token by token: [`KvCache`], [`cached_attention_step`] (MHA/GQA/MQA).
 //! 13. `positions` - positions in queries, keys and scores: [`rope`] (RoPE), [`alibi_bias`] (ALiBi).
+//! 14. `batched` - the same attention on `(B, h, n, d_k)` tensors: heads split and merged with a
+//!     batch axis, padding and causal masks that broadcast ([`multi_head_batched`]), and masking
+//!     in half precision ([`masked_softmax_f16`]).
 //!
 //! The fast paths compute the same formulas, written for speed (numbers in
 //! `docs/performance.md`):
@@ -55,6 +58,7 @@
 
 mod additive;
 mod attend;
+mod batched;
 mod block;
 mod coverage;
 mod error;
@@ -83,6 +87,10 @@ mod train;
 
 pub use additive::{Additive, Precomputed};
 pub use attend::{attend, scaled_dot_product_attention, try_scaled_dot_product_attention};
+pub use batched::{
+    batched_attention, causal_mask_batched, combine_masks_batched, masked_softmax_f16,
+    merge_heads_batched, multi_head_batched, padding_mask_batched, split_heads_batched,
+};
 pub use block::{
     DecoderLayer, DecoderOutput, EncoderLayer, FeedForward, LayerNorm, Norm, OpCount, count_ops,
     row_rms,
@@ -133,3 +141,6 @@ pub use train::reorder::{
 };
 pub use train::seq2seq::{Context, Seq2Seq, Seq2SeqConfig, Translation};
 pub use train::task::{Batch, Reversal};
+
+/// Half-precision floats (`half::f16`), for the experiments on masking in `f16`.
+pub use half;
