@@ -280,6 +280,7 @@ mod tests {
             block: 0,
             headers: vec!["h".into()],
             rows: vec![],
+            caption: None,
         });
         run
     }

@@ -43,6 +43,8 @@ struct PrintChapter<'a> {
     /// The chapter's own anchor (its slug), the target of links to its page.
     id: &'a str,
     number: u32,
+    /// An unnumbered appendix page (the glossary): labelled `附录`, not `第 0 篇`.
+    appendix: bool,
     title: &'a str,
     summary: Option<&'a str>,
     content: String,
@@ -58,6 +60,7 @@ pub fn page(tera: &Tera, series: &Series<Page>, intro_html: &str) -> Result<Stri
         .map(|c| PrintChapter {
             id: &c.slug,
             number: c.front.number,
+            appendix: c.is_appendix(),
             title: &c.front.title,
             summary: c.front.summary.as_deref(),
             content: scoped_html(

@@ -674,6 +674,26 @@ struct Rendered {
     citations: Vec<render::cite::ChapterCitations>,
 }
 
+/// Whether a chapter places the glossary's tables (`{{glossary}}`).
+fn places_glossary(chapter: &Bound) -> bool {
+    chapter
+        .doc
+        .pieces
+        .iter()
+        .any(|p| matches!(p, markdown::Piece::Glossary { .. }))
+}
+
+/// The glossary terms chapters link at their first use: to the page that places the tables.
+fn glossary_terms(series: &Series<Bound>, base_path: &str) -> Vec<render::glossary::TermLink> {
+    let page = series.chapters.iter().find(|c| places_glossary(c));
+    match (&series.glossary, page) {
+        (Some(glossary), Some(page)) => {
+            render::glossary::term_links(glossary, &render::chapter_url(base_path, &page.slug))
+        }
+        _ => Vec::new(),
+    }
+}
+
 /// Stage 5c: every chapter's body and heading HTML, chapters in parallel.
 fn render_chapters(
     series: Series<Bound>,
@@ -688,54 +708,74 @@ fn render_chapters(
         .map(|g| g.html.clone())
         .unwrap_or_default();
     let highlighter = &rendered.highlighter;
+    let terms = glossary_terms(&series, &base_path);
+    // Tables' headers and captions are known only now, after the experiments ran.
+    let math_renderer = MathRenderer::new(&series.config.katex.macros);
+    let previews: Vec<String> = (0..series.chapters.len())
+        .map(|i| render::preview::cross_page(&series, &rendered.maths, &rendered.refs, i))
+        .collect();
     series.map_chapters(|chapters| {
         let per_chapter = rendered
             .maths
             .par_iter()
             .zip(&rendered.refs)
             .zip(&rendered.citations)
-            .zip(take_homes);
+            .zip(take_homes)
+            .zip(previews);
         chapters
             .into_par_iter()
             .zip(per_chapter)
-            .map(|(mut bound, (((maths, refs), citations), take_home))| {
-                let inputs = html::PageInputs {
-                    doc: &bound.doc,
-                    maths,
-                    run: bound.run.as_ref(),
-                    bindings: &bound.bindings,
-                    claims: &bound.claims,
-                    base_path: &base_path,
-                    refs,
-                    citations: &citations.inline,
-                    highlighter,
-                    fold_lines,
-                    glossary: &glossary,
-                };
-                let mut html = html::body_html(&inputs);
-                let headings = html::headings_html(&inputs);
-                let doc = &mut bound.ran.parsed.doc;
-                for (heading, html) in doc.headings.iter_mut().zip(headings) {
-                    heading.html = html;
-                }
-                if !citations.list_html.is_empty() {
-                    html.push_str(&citations.list_html);
-                    doc.headings.push(markdown::Heading {
-                        level: 2,
-                        id: "bibliography".into(),
-                        classes: Vec::new(),
-                        attrs: Vec::new(),
-                        text: "参考文献".into(),
-                        span: 0..0,
-                        html: "参考文献".into(),
-                    });
-                }
-                Page {
-                    bound,
-                    html,
-                    take_home,
-                }
-            })
+            .map(
+                |(mut bound, ((((maths, refs), citations), take_home), previews))| {
+                    let on_glossary_page = places_glossary(&bound);
+                    let table_math: std::collections::BTreeMap<String, String> =
+                        html::table_formulas(bound.run.as_ref())
+                            .into_iter()
+                            .filter_map(|tex| {
+                                Some((tex.clone(), math_renderer.render(&tex, false).ok()?))
+                            })
+                            .collect();
+                    let inputs = html::PageInputs {
+                        doc: &bound.doc,
+                        maths,
+                        run: bound.run.as_ref(),
+                        bindings: &bound.bindings,
+                        claims: &bound.claims,
+                        base_path: &base_path,
+                        refs,
+                        citations: &citations.inline,
+                        highlighter,
+                        fold_lines,
+                        glossary: &glossary,
+                        terms: if on_glossary_page { &[] } else { &terms },
+                        previews: &previews,
+                        table_math: &table_math,
+                    };
+                    let mut html = html::body_html(&inputs);
+                    let headings = html::headings_html(&inputs);
+                    let doc = &mut bound.ran.parsed.doc;
+                    for (heading, html) in doc.headings.iter_mut().zip(headings) {
+                        heading.html = html;
+                    }
+                    if !citations.list_html.is_empty() {
+                        html.push_str(&citations.list_html);
+                        doc.headings.push(markdown::Heading {
+                            level: 2,
+                            id: "bibliography".into(),
+                            classes: Vec::new(),
+                            attrs: Vec::new(),
+                            text: "参考文献".into(),
+                            span: 0..0,
+                            html: "参考文献".into(),
+                        });
+                    }
+                    Page {
+                        bound,
+                        html,
+                        take_home,
+                    }
+                },
+            )
             .collect()
     })
 }

@@ -3,6 +3,7 @@
 # Chromium through playwright-core (tests/browser/run.mjs); axe-core checks every page's accessibility.
 #
 #   cargo build --release && bash tests/browser/run.sh
+#   BROWSER_ONLY='^(nav|previews)' bash tests/browser/run.sh    # only the checks so named
 #
 # Needs: target/release/attnbook, Node >= 20 with npm, /usr/bin/chromium (apt-get install -y chromium;
 # or set CHROMIUM_PATH). Screenshots land in tests/browser/screenshots/ (git-ignored).
@@ -11,7 +12,7 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 chromium="${CHROMIUM_PATH:-/usr/bin/chromium}"
-bin="$root/target/release/attnbook"
+bin="${CARGO_TARGET_DIR:-$root/target}/release/attnbook"
 
 die() { echo "tests/browser/run.sh: $*" >&2; exit 2; }
 
