@@ -694,6 +694,18 @@ fn glossary_terms(series: &Series<Bound>, base_path: &str) -> Vec<render::glossa
     }
 }
 
+/// The inline TeX of a run's table headers and captions, rendered (a formula KaTeX rejects is
+/// left out, and the page shows its TeX).
+fn table_math(
+    renderer: &MathRenderer,
+    run: Option<&lab::ChapterRun>,
+) -> std::collections::BTreeMap<String, String> {
+    html::table_formulas(run)
+        .into_iter()
+        .filter_map(|tex| Some((tex.clone(), renderer.render(&tex, false).ok()?)))
+        .collect()
+}
+
 /// Stage 5c: every chapter's body and heading HTML, chapters in parallel.
 fn render_chapters(
     series: Series<Bound>,
@@ -711,8 +723,13 @@ fn render_chapters(
     let terms = glossary_terms(&series, &base_path);
     // Tables' headers and captions are known only now, after the experiments ran.
     let math_renderer = MathRenderer::new(&series.config.katex.macros);
-    let previews: Vec<String> = (0..series.chapters.len())
-        .map(|i| render::preview::cross_page(&series, &rendered.maths, &rendered.refs, i))
+    let take_homes: Vec<(Option<String>, String)> = take_homes
+        .into_iter()
+        .enumerate()
+        .map(|(i, take_home)| {
+            let previews = render::preview::cross_page(&series, &rendered.maths, &rendered.refs, i);
+            (take_home, previews)
+        })
         .collect();
     series.map_chapters(|chapters| {
         let per_chapter = rendered
@@ -720,62 +737,53 @@ fn render_chapters(
             .par_iter()
             .zip(&rendered.refs)
             .zip(&rendered.citations)
-            .zip(take_homes)
-            .zip(previews);
+            .zip(take_homes);
         chapters
             .into_par_iter()
             .zip(per_chapter)
-            .map(
-                |(mut bound, ((((maths, refs), citations), take_home), previews))| {
-                    let on_glossary_page = places_glossary(&bound);
-                    let table_math: std::collections::BTreeMap<String, String> =
-                        html::table_formulas(bound.run.as_ref())
-                            .into_iter()
-                            .filter_map(|tex| {
-                                Some((tex.clone(), math_renderer.render(&tex, false).ok()?))
-                            })
-                            .collect();
-                    let inputs = html::PageInputs {
-                        doc: &bound.doc,
-                        maths,
-                        run: bound.run.as_ref(),
-                        bindings: &bound.bindings,
-                        claims: &bound.claims,
-                        base_path: &base_path,
-                        refs,
-                        citations: &citations.inline,
-                        highlighter,
-                        fold_lines,
-                        glossary: &glossary,
-                        terms: if on_glossary_page { &[] } else { &terms },
-                        previews: &previews,
-                        table_math: &table_math,
-                    };
-                    let mut html = html::body_html(&inputs);
-                    let headings = html::headings_html(&inputs);
-                    let doc = &mut bound.ran.parsed.doc;
-                    for (heading, html) in doc.headings.iter_mut().zip(headings) {
-                        heading.html = html;
-                    }
-                    if !citations.list_html.is_empty() {
-                        html.push_str(&citations.list_html);
-                        doc.headings.push(markdown::Heading {
-                            level: 2,
-                            id: "bibliography".into(),
-                            classes: Vec::new(),
-                            attrs: Vec::new(),
-                            text: "参考文献".into(),
-                            span: 0..0,
-                            html: "参考文献".into(),
-                        });
-                    }
-                    Page {
-                        bound,
-                        html,
-                        take_home,
-                    }
-                },
-            )
+            .map(|(mut bound, (((maths, refs), citations), take_home))| {
+                let (take_home, previews) = take_home;
+                let table_math = table_math(&math_renderer, bound.run.as_ref());
+                let inputs = html::PageInputs {
+                    doc: &bound.doc,
+                    maths,
+                    run: bound.run.as_ref(),
+                    bindings: &bound.bindings,
+                    claims: &bound.claims,
+                    base_path: &base_path,
+                    refs,
+                    citations: &citations.inline,
+                    highlighter,
+                    fold_lines,
+                    glossary: &glossary,
+                    terms: if places_glossary(&bound) { &[] } else { &terms },
+                    previews: &previews,
+                    table_math: &table_math,
+                };
+                let mut html = html::body_html(&inputs);
+                let headings = html::headings_html(&inputs);
+                let doc = &mut bound.ran.parsed.doc;
+                for (heading, html) in doc.headings.iter_mut().zip(headings) {
+                    heading.html = html;
+                }
+                if !citations.list_html.is_empty() {
+                    html.push_str(&citations.list_html);
+                    doc.headings.push(markdown::Heading {
+                        level: 2,
+                        id: "bibliography".into(),
+                        classes: Vec::new(),
+                        attrs: Vec::new(),
+                        text: "参考文献".into(),
+                        span: 0..0,
+                        html: "参考文献".into(),
+                    });
+                }
+                Page {
+                    bound,
+                    html,
+                    take_home,
+                }
+            })
             .collect()
     })
 }
