@@ -405,9 +405,9 @@
     for (var i = 0; i < boxes.length; i++) {
       var box = boxes[i];
       var scrolls = box.scrollWidth > box.clientWidth + 1 || box.scrollHeight > box.clientHeight + 1;
+      if (box.classList.contains("table-wrap")) hint(box, box.scrollWidth > box.clientWidth + 1);
       // A box with something focusable inside (a chart's keyboard marks) scrolls to its focus.
       if (!box.hasAttribute("data-scroll-focus") && box.querySelector("[tabindex], a[href], button")) continue;
-      if (box.classList.contains("table-wrap")) hint(box, scrolls);
       if (scrolls && !box.hasAttribute("tabindex")) {
         box.setAttribute("tabindex", "0");
         box.setAttribute("data-scroll-focus", "");

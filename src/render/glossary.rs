@@ -3,7 +3,8 @@
 
 use std::fmt::Write as _;
 
-use crate::content::{Glossary, Term};
+use crate::content::Glossary;
+use crate::content::glossary::Term;
 use crate::render::html::escape;
 use crate::render::math::MathRenderer;
 
@@ -18,7 +19,7 @@ pub fn html(glossary: &Glossary, renderer: &MathRenderer) -> (String, Vec<(usize
             let variants: Vec<String> = term.variants.iter().map(|v| escape(v)).collect();
             let _ = writeln!(
                 out,
-                "<tr id=\"term-{id}\"><td>{}</td><td lang=\"en\">{}</td><td>{}</td><td>{}</td></tr>",
+                "<tr id=\"{id}\"><td>{}</td><td lang=\"en\">{}</td><td>{}</td><td>{}</td></tr>",
                 escape(&term.term),
                 escape(&term.english),
                 variants.join("、"),
