@@ -126,8 +126,9 @@ fn stands_alone(text: &str, at: usize, len: usize) -> bool {
     let word = |c: char| c.is_ascii_alphanumeric() || c == '_';
     let starts_latin = text[at..].chars().next().is_some_and(word);
     let ends_latin = text[..at + len].chars().next_back().is_some_and(word);
-    !(starts_latin && text[..at].chars().next_back().is_some_and(word))
-        && !(ends_latin && text[at + len..].chars().next().is_some_and(word))
+    let joined_before = starts_latin && text[..at].chars().next_back().is_some_and(word);
+    let joined_after = ends_latin && text[at + len..].chars().next().is_some_and(word);
+    !(joined_before || joined_after)
 }
 
 #[cfg(test)]

@@ -76,9 +76,9 @@ pub fn body_html(inputs: &PageInputs<'_>) -> String {
     let (events, linked) = terms_linked(events, &prose, inputs.terms);
     html::push_html(&mut out, events.into_iter());
     for term in linked {
-        let _ = write!(
+        let _ = writeln!(
             out,
-            "<template class=\"preview\" data-href=\"{}\">{}</template>\n",
+            "<template class=\"preview\" data-href=\"{}\">{}</template>",
             escape(&term.url),
             term.preview
         );
@@ -851,7 +851,7 @@ pub fn table_formulas(run: Option<&ChapterRun>) -> Vec<String> {
 /// `text` cut at its `$` signs into `(is_tex, piece)`; an unpaired `$` is text.
 fn tex_pieces(text: &str) -> Vec<(bool, &str)> {
     let parts: Vec<&str> = text.split('$').collect();
-    if parts.len() % 2 == 0 {
+    if parts.len().is_multiple_of(2) {
         return vec![(false, text)];
     }
     parts
