@@ -64,7 +64,7 @@ pub fn page(tera: &Tera, series: &Series<Page>, intro_html: &str) -> Result<Stri
             title: &c.front.title,
             summary: c.front.summary.as_deref(),
             content: scoped_html(
-                &c.html,
+                &without_previews(&c.html),
                 &Scope {
                     slug: &c.slug,
                     base_path: &site.base_path,
@@ -87,6 +87,16 @@ pub fn page(tera: &Tera, series: &Series<Page>, intro_html: &str) -> Result<Stri
     context.insert("intro_html", intro_html);
     tera.render("print.html", &context)
         .map_err(|e| template_error(&e, "print.html"))
+}
+
+/// A chapter body without its previews of other pages' targets (`template.preview`): on the
+/// print page every target is on the page itself.
+fn without_previews(html: &str) -> std::borrow::Cow<'_, str> {
+    static PREVIEW: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r#"(?s)<template class="preview" data-href="[^"]*">.*?</template>\n?"#)
+            .expect("a valid regex")
+    });
+    PREVIEW.replace_all(html, "")
 }
 
 /// What a chapter body's ids and links are rewritten against.

@@ -135,7 +135,9 @@ fn a_bad_name_or_ragged_table_panics_with_a_clear_message() {
             .message
             .contains("`dot..w` has an empty segment")
     );
-    let ragged = run_chapter("x", 1, |lab| lab.table("t", ["a", "b"], [["1"]]));
+    let ragged = run_chapter("x", 1, |lab| {
+        lab.table("t", ["a", "b"], [["1"]]);
+    });
     assert_eq!(
         ragged.panic.unwrap().message,
         "table `t`: row 0 has 1 cells but there are 2 headers"
