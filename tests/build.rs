@@ -42,7 +42,9 @@ fn a_site_builds_into_complete_pages() {
     assert!(first.contains("<h2 id=\"scores\"><a class=\"anchor\" href=\"#scores\""));
     assert!(first.contains("href=\"#scores\">打分</a>"));
     assert!(first.contains("href=\"/series/katex/katex.min.css\""));
-    assert!(first.contains("<a class=\"next\" href=\"/series/second/\">"));
+    assert!(first.contains(
+        "<a class=\"next\" href=\"/series/second/\" rel=\"next\" aria-keyshortcuts=\"ArrowRight\">"
+    ));
     // The run metadata footer names the seed.
     assert!(first.contains("随机种子 7"));
     // Cross-chapter quotes bind.
