@@ -5,7 +5,6 @@ use std::fmt::Write as _;
 
 use crate::content::Glossary;
 use crate::content::glossary::Term;
-use crate::render::html::escape;
 use crate::render::math::MathRenderer;
 
 /// The terms table, then the notation table; symbols through KaTeX. A symbol KaTeX rejects is
@@ -45,6 +44,14 @@ pub fn html(glossary: &Glossary, renderer: &MathRenderer) -> (String, Vec<(usize
         out.push_str("</tbody>\n</table></div>\n");
     }
     (out, rejected)
+}
+
+/// HTML-escapes text as `render::html::escape` does (pulldown-cmark's escaper), without
+/// importing `html`, which imports this module for its term links.
+fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let _ = pulldown_cmark_escape::escape_html(&mut out, text);
+    out
 }
 
 /// The id of a term's row in the glossary table (`term-attention`), which links point at.
