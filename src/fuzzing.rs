@@ -168,6 +168,9 @@ fn rendered(text: String, values: &[f64]) -> Option<(String, Vec<Diagnostic>)> {
         // Small, so fuzzed blocks take the folding path too.
         fold_lines: Some(3),
         glossary: "",
+        terms: &[],
+        previews: "",
+        table_math: &std::collections::BTreeMap::new(),
     };
     let _ = html::headings_html(&inputs);
     Some((html::body_html(&inputs), diagnostics))

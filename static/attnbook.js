@@ -391,7 +391,8 @@
 /*
  * Scrollable boxes reachable from the keyboard: a code block, an output, a wide table or
  * formula that scrolls sideways gets tabindex="0" (WCAG 2.1.1; axe's scrollable-region-focusable),
- * so arrow keys can scroll it. Only boxes that do scroll get it, re-measured when the window
+ * so arrow keys can scroll it; a wide table also gets p.scroll-hint above it, and a shadow at
+ * the edge it continues past (style.css). Only boxes that do scroll get it, re-measured when the window
  * changes size: a tab stop on every block would make the keyboard walk through the whole page.
  */
 (function () {
@@ -404,6 +405,7 @@
     for (var i = 0; i < boxes.length; i++) {
       var box = boxes[i];
       var scrolls = box.scrollWidth > box.clientWidth + 1 || box.scrollHeight > box.clientHeight + 1;
+      if (box.classList.contains("table-wrap")) hint(box, box.scrollWidth > box.clientWidth + 1);
       // A box with something focusable inside (a chart's keyboard marks) scrolls to its focus.
       if (!box.hasAttribute("data-scroll-focus") && box.querySelector("[tabindex], a[href], button")) continue;
       if (scrolls && !box.hasAttribute("tabindex")) {
@@ -413,6 +415,21 @@
         box.removeAttribute("tabindex");
         box.removeAttribute("data-scroll-focus");
       }
+    }
+  }
+
+  // A table wider than its column says so above itself: its right side is out of sight.
+  function hint(box, scrolls) {
+    var before = box.previousElementSibling;
+    var has = before && before.classList.contains("scroll-hint");
+    if (scrolls && !has) {
+      var p = document.createElement("p");
+      p.className = "scroll-hint";
+      p.setAttribute("aria-hidden", "true");
+      p.textContent = "表格较宽，左右滑动可看全 →";
+      box.parentNode.insertBefore(p, box);
+    } else if (!scrolls && has) {
+      before.parentNode.removeChild(before);
     }
   }
 
@@ -431,4 +448,232 @@
 
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
   else init();
+})();
+
+/*
+ * Turning pages, as in mdBook: Left and Right open the previous and the next chapter (the links
+ * of nav.prev-next, which the page shows at its end, marked aria-keyshortcuts). Nothing happens
+ * while the reader types (the search box, any field), with a modifier held (Alt+Left is the
+ * browser's Back), or when the focus is on something that uses the arrows itself: a chart's
+ * marks, a box that scrolls sideways, the search results. p.shortcuts lists the keys; it is
+ * shown by this script, since without it the keys do nothing.
+ */
+(function () {
+  "use strict";
+
+  function usesArrows(el) {
+    if (!el || el === document.body || el === document.documentElement) return false;
+    var tag = el.tagName;
+    if (tag === "INPUT" || tag === "TEXTAREA" || tag === "SELECT" || el.isContentEditable) return true;
+    if (el.hasAttribute("data-scroll-focus") || el.getAttribute("role") === "slider") return true;
+    return !!(el.closest && el.closest("svg.lab-chart, .search, .search-panel"));
+  }
+
+  document.addEventListener("keydown", function (event) {
+    if (event.key !== "ArrowLeft" && event.key !== "ArrowRight") return;
+    if (event.defaultPrevented || event.altKey || event.ctrlKey || event.metaKey || event.shiftKey) return;
+    if (event.isComposing || usesArrows(event.target) || usesArrows(document.activeElement)) return;
+    var link = document.querySelector(event.key === "ArrowLeft" ? "nav.prev-next a.prev" : "nav.prev-next a.next");
+    if (!link) return;
+    event.preventDefault();
+    window.location.href = link.href;
+  });
+
+  function init() {
+    var hints = document.querySelectorAll("p.shortcuts[hidden]");
+    for (var i = 0; i < hints.length; i++) hints[i].hidden = false;
+  }
+
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
+  else init();
+})();
+
+/*
+ * Previews of what a link points at (issue 27, item 3): a cross-reference (a.xref: a figure, a
+ * table, an equation, a chapter), a citation (a.citation: its entry in the reference list) and
+ * a glossary term (a.term: English and definition) show their target in div.preview-tip on
+ * hover (after a short pause), on keyboard focus, and on a first tap on a touch screen, whose
+ * second tap (or the tip's link) follows the link. The content is on the page already, made
+ * at build time: the element the link's #id names when it is on this page (copied without its
+ * ids and tab stops), otherwise template.preview[data-href] with the link's href. Escape or
+ * moving away closes the tip. Without JavaScript these are ordinary links.
+ */
+(function () {
+  "use strict";
+
+  var SELECTOR = "a.xref, a.citation, a.term";
+  var tip = null;
+  var owner = null;
+  var timer = null;
+  var lastPointer = "mouse";
+
+  function clean(node) {
+    var all = node.querySelectorAll ? [node].concat([].slice.call(node.querySelectorAll("*"))) : [];
+    for (var i = 0; i < all.length; i++) {
+      var el = all[i];
+      el.removeAttribute("id");
+      el.removeAttribute("tabindex");
+      el.removeAttribute("aria-live");
+      el.removeAttribute("data-scroll-focus");
+      if (el.classList) el.classList.remove("is-current", "is-target");
+    }
+    return node;
+  }
+
+  function copy(el) {
+    return clean(el.cloneNode(true));
+  }
+
+  function para(className, nodes) {
+    var p = document.createElement("p");
+    if (className) p.className = className;
+    for (var i = 0; i < nodes.length; i++) p.appendChild(nodes[i]);
+    return p;
+  }
+
+  // The preview of an element of this page.
+  function fromTarget(target) {
+    var box = document.createElement("div");
+    if (target.tagName === "FIGURE") {
+      var art = target.querySelector(".figure-svg, .table-wrap, img");
+      if (art) box.appendChild(copy(art));
+      var caption = target.querySelector("figcaption");
+      if (caption) box.appendChild(para("preview-caption", [].slice.call(copy(caption).childNodes)));
+    } else if (target.classList.contains("math-display")) {
+      box.appendChild(copy(target));
+    } else if (target.tagName === "LI" || target.tagName === "P") {
+      box.appendChild(para("", [].slice.call(copy(target).childNodes)));
+    } else if (target.tagName === "TR") {
+      // A glossary row on the print page: term, English, (variants,) note.
+      var cells = target.cells;
+      var title = para("preview-title", [document.createTextNode(cells[0].textContent + " ")]);
+      var en = document.createElement("span");
+      en.lang = "en";
+      en.textContent = cells[1] ? cells[1].textContent : "";
+      title.appendChild(en);
+      box.appendChild(title);
+      var note = cells[cells.length - 1];
+      if (note && note.textContent.trim() && cells.length > 2) box.appendChild(para("", [document.createTextNode(note.textContent)]));
+    } else if (target.tagName === "ARTICLE") {
+      // A chapter of the print page: its title and summary.
+      var h1 = target.querySelector("h1");
+      var summary = target.querySelector(".chapter-header .summary");
+      if (h1) box.appendChild(para("preview-title", [document.createTextNode(h1.textContent)]));
+      if (summary) box.appendChild(para("", [document.createTextNode(summary.textContent)]));
+    } else {
+      return null;
+    }
+    return box.childNodes.length ? box : null;
+  }
+
+  function content(link) {
+    var href = link.getAttribute("href") || "";
+    var url;
+    try {
+      url = new URL(href, window.location.href);
+    } catch (e) {
+      return null;
+    }
+    if (url.origin === window.location.origin && url.pathname === window.location.pathname && url.hash) {
+      var target = document.getElementById(decodeURIComponent(url.hash.slice(1)));
+      var local = target && fromTarget(target);
+      if (local) return local;
+    }
+    var templates = document.querySelectorAll("template.preview");
+    for (var i = 0; i < templates.length; i++) {
+      if (templates[i].getAttribute("data-href") === href) {
+        var box = document.createElement("div");
+        box.appendChild(templates[i].content.cloneNode(true));
+        return box;
+      }
+    }
+    return null;
+  }
+
+  function hide() {
+    clearTimeout(timer);
+    if (owner) owner.removeAttribute("aria-describedby");
+    if (tip && tip.parentNode) tip.parentNode.removeChild(tip);
+    tip = null;
+    owner = null;
+  }
+
+  function show(link, withLink) {
+    clearTimeout(timer);
+    if (owner === link && tip) return;
+    hide();
+    var box = content(link);
+    if (!box) return;
+    tip = document.createElement("div");
+    tip.className = "preview-tip";
+    tip.id = "preview-tip";
+    tip.setAttribute("role", "tooltip");
+    tip.appendChild(box);
+    if (withLink) {
+      var follow = document.createElement("a");
+      follow.href = link.href;
+      follow.className = "preview-follow";
+      follow.textContent = "前往 " + link.textContent.trim();
+      tip.appendChild(para("", [follow]));
+    }
+    tip.addEventListener("mouseenter", function () { clearTimeout(timer); });
+    tip.addEventListener("mouseleave", later);
+    document.body.appendChild(tip);
+    owner = link;
+    link.setAttribute("aria-describedby", "preview-tip");
+    var r = link.getBoundingClientRect();
+    var width = tip.offsetWidth;
+    var left = Math.max(8, Math.min(r.left, document.documentElement.clientWidth - width - 8));
+    var below = r.bottom + 8;
+    var top = below + tip.offsetHeight > window.innerHeight && r.top - tip.offsetHeight - 8 > 0
+      ? r.top - tip.offsetHeight - 8
+      : below;
+    tip.style.left = left + window.scrollX + "px";
+    tip.style.top = top + window.scrollY + "px";
+  }
+
+  function later() {
+    clearTimeout(timer);
+    timer = setTimeout(hide, 250);
+  }
+
+  function linkOf(event) {
+    return event.target.closest ? event.target.closest(SELECTOR) : null;
+  }
+
+  document.addEventListener("pointerdown", function (event) {
+    lastPointer = event.pointerType || "mouse";
+  }, true);
+
+  document.addEventListener("mouseover", function (event) {
+    var link = linkOf(event);
+    if (!link || lastPointer === "touch") return;
+    clearTimeout(timer);
+    timer = setTimeout(function () { show(link, false); }, 200);
+  });
+  document.addEventListener("mouseout", function (event) {
+    var link = linkOf(event);
+    if (link && !(event.relatedTarget && link.contains(event.relatedTarget))) later();
+  });
+  document.addEventListener("focusin", function (event) {
+    var link = linkOf(event);
+    if (link && lastPointer !== "touch") show(link, false);
+  });
+  document.addEventListener("focusout", function (event) {
+    if (linkOf(event) && !(tip && event.relatedTarget && tip.contains(event.relatedTarget))) later();
+  });
+  document.addEventListener("keydown", function (event) {
+    if (event.key === "Escape" && tip) hide();
+  });
+  document.addEventListener("click", function (event) {
+    var link = linkOf(event);
+    if (link && lastPointer === "touch" && owner !== link) {
+      var before = tip;
+      show(link, true);
+      if (tip && tip !== before) event.preventDefault(); // the first tap previews, the second follows
+      return;
+    }
+    if (!(tip && tip.contains(event.target)) && !link) hide();
+  });
+  window.addEventListener("hashchange", hide);
 })();

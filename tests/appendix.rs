@@ -125,3 +125,17 @@ fn an_appendix_shares_the_slug_space_with_the_chapters() {
         run.stderr
     );
 }
+
+#[test]
+fn the_print_page_labels_an_appendix_appendix_not_chapter_0() {
+    let site = built();
+    let print = site.read("public/print.html");
+    assert!(!print.contains("第 0 篇"), "{print}");
+    assert!(print.contains("第 1 篇 · "), "{print}");
+    let article = &print[at(&print, "id=\"glossary\">")..];
+    assert!(
+        article.contains("<p class=\"chapter-number\">附录</p>"),
+        "{article}"
+    );
+    assert!(print.contains("<a href=\"#glossary\">附录 · "), "{print}");
+}

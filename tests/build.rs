@@ -42,7 +42,9 @@ fn a_site_builds_into_complete_pages() {
     assert!(first.contains("<h2 id=\"scores\"><a class=\"anchor\" href=\"#scores\""));
     assert!(first.contains("href=\"#scores\">打分</a>"));
     assert!(first.contains("href=\"/series/katex/katex.min.css\""));
-    assert!(first.contains("<a class=\"next\" href=\"/series/second/\">"));
+    assert!(first.contains(
+        "<a class=\"next\" href=\"/series/second/\" rel=\"next\" aria-keyshortcuts=\"ArrowRight\">"
+    ));
     // The run metadata footer names the seed.
     assert!(first.contains("随机种子 7"));
     // Cross-chapter quotes bind.
@@ -368,6 +370,32 @@ fn cross_references_show_numbers_and_link_across_chapters() {
     assert!(b.contains("<a class=\"xref\" href=\"/series/a/\">《加性注意力》</a>"));
     assert!(b.contains("<a class=\"xref\" href=\"/series/a/#eq-softmax\">第 1 篇式 (2)</a>"));
     assert!(b.contains("<a class=\"xref\" href=\"/series/a/#fig-weights\">第 1 篇图 1</a>"));
+    // A table's caption and the TeX of its headers render like the prose.
+    let table = &a[a.find("<figure class=\"lab-table\"").unwrap()..];
+    let table = &table[..table.find("</figure>").unwrap()];
+    assert!(
+        table.contains("<span class=\"table-label\">表 1</span> 第一个权重 <span class=\"katex\">"),
+        "{table}"
+    );
+    assert!(table.contains("<th><span class=\"katex\">"), "{table}");
+    // What the references to the other page show on hover is in this page, made at build time.
+    let preview = |href: &str| {
+        let at = b
+            .find(&format!(
+                "<template class=\"preview\" data-href=\"{href}\">"
+            ))
+            .unwrap_or_else(|| panic!("no preview of {href}: {b}"));
+        b[at..at + b[at..].find("</template>").unwrap()].to_string()
+    };
+    assert!(
+        preview("/series/a/#eq-softmax")
+            .contains("<div class=\"math-display\"><span class=\"katex-display\">")
+    );
+    assert!(preview("/series/a/#eq-softmax").contains("第 1 篇式 (2)（《加性注意力》）"));
+    assert!(preview("/series/a/#fig-weights").contains("<p>两个权重</p>"));
+    assert!(preview("/series/a/").contains("《加性注意力》"));
+    // The same page's targets are on the page already: no template for them.
+    assert!(!a.contains("<template"), "{a}");
 }
 
 #[test]

@@ -326,3 +326,27 @@ fn two_glossary_rows_with_one_id_are_an_error() {
         run.stderr
     );
 }
+
+#[test]
+fn a_term_s_first_use_in_a_chapter_links_to_its_entry_with_its_english_and_note_as_preview() {
+    let site = Site::fixture("glossary");
+    site.write(
+        "content/02-second.md",
+        "+++\ntitle = \"第二篇\"\nnumber = 2\n+++\n\n## 注意力\n\n画热力图：[注意力](https://example.com/)、热力图与注意力权重的热力图。\n",
+    );
+    assert_eq!(site.run(&["build"]).code, 0);
+    let page = site.read("public/second/index.html");
+    let body = &page[page.find("<h2").unwrap()..];
+    // Not in the heading, not in a link's text: the first use in the prose, once.
+    assert!(
+        body.contains("画<a class=\"term\" href=\"/glossary/#term-heatmap\">热力图</a>：<a href=\"https://example.com/\">注意力</a>、热力图与<a class=\"term\" href=\"/glossary/#term-attention\">注意力</a>权重的热力图。"),
+        "{body}"
+    );
+    assert!(
+        page.contains("<template class=\"preview\" data-href=\"/glossary/#term-heatmap\"><p class=\"preview-title\">热力图 <span lang=\"en\">heatmap</span></p><p>权重矩阵的图</p></template>"),
+        "{page}"
+    );
+    // The glossary page itself links no term to itself.
+    let glossary = site.read("public/glossary/index.html");
+    assert!(!glossary.contains("class=\"term\""), "{glossary}");
+}

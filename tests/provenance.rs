@@ -103,11 +103,22 @@ fn quotes_link_to_the_line_that_recorded_them_and_the_site_lists_them_all() {
             .any(|isa| footer.contains(isa)),
         "{footer}"
     );
-    assert!(footer.contains("verification/\""), "{footer}");
+    // It links the chapter's own section of the page, which that section's id names.
+    assert!(footer.contains("verification/#src\""), "{footer}");
 
     let verification = site.read("public/verification/index.html");
     assert!(
         verification.contains("正文引用了 9 个数字：8 个与重新运行的实验一致，1 个偏离。固定的输出共 2 段：1 段一致，1 段不同。"),
+        "{verification}"
+    );
+    assert!(
+        verification.contains("<section class=\"verification-chapter\" id=\"src\""),
+        "{verification}"
+    );
+    // The filter counts what it would keep: the drifted quote and the differing output.
+    assert!(
+        verification.contains("<input type=\"checkbox\" id=\"only-flagged\">")
+            && verification.contains("只显示与实验不一致的条目（2 条）"),
         "{verification}"
     );
     let rows: Vec<&str> = verification.split("<tr class=\"verdict-").skip(1).collect();

@@ -73,7 +73,7 @@ $d_k = d_{model}/h$ 越小。
 
 ## 为何除以 $\sqrt{d_k}$ {#dims}
 
-每个头各自除一次。
+每个头各自除一次（见@ch:heads）。
 "#,
     ),
 ];
@@ -221,6 +221,8 @@ fn section_text_is_the_prose_joined_across_line_breaks() {
     let dims = docs.last().unwrap();
     assert_eq!(dims["h"], "为何除以 √d_k");
     assert_eq!(dims["m"], "\\sqrt{d_k}");
+    // A cross-reference reads as the page prints it, not as an empty pair of brackets.
+    assert_eq!(dims["b"], "每个头各自除一次（见《多头》）。");
 }
 
 /// Runs `static/search.js` in Node on the index; `None` if Node is not installed.

@@ -461,7 +461,7 @@ pub fn bind_relative(quote: &QuoteSyntax, relation: &Relation, rerun: f64, rhs: 
         shown: format!("{}{formatted}{}", quote.prefix, quote.suffix),
         title: format!(
             "实验值 {}；原文 {}；规则：{} {}（右边 = {}）",
-            full(rerun),
+            tooltip_value(&quote.number, rerun),
             format_like(&quote.number, quote.number.value),
             quote.name,
             relation.text,
@@ -485,7 +485,7 @@ pub fn bind_one(quote: &QuoteSyntax, rerun: f64) -> Binding {
         shown: format!("{}{formatted}{}", quote.prefix, quote.suffix),
         title: format!(
             "实验值 {}{}；原文 {}；规则：{}",
-            full(rerun),
+            tooltip_value(&quote.number, rerun),
             if rerun.is_finite() {
                 ""
             } else {
@@ -499,6 +499,36 @@ pub fn bind_one(quote: &QuoteSyntax, rerun: f64) -> Binding {
         formatted,
         rule,
         source: None,
+    }
+}
+
+/// The rerun value in a quote's hover text: four significant digits, and at least two
+/// decimals more than the quote prints, so the reader sees how the page's figure was rounded
+/// (the verification page and `verify` give the full value).
+pub fn tooltip_value(like: &QuotedNumber, value: f64) -> String {
+    let magnitude = value.abs();
+    if !value.is_finite()
+        || like.exponent
+        || (magnitude != 0.0 && !(1e-4..1e15).contains(&magnitude))
+    {
+        return claims::short(value);
+    }
+    let significant = if magnitude == 0.0 {
+        0
+    } else {
+        (3.0 - magnitude.log10().floor()).max(0.0) as usize
+    };
+    let decimals = significant.max(like.decimals + 2).min(12);
+    let text = format!("{value:.decimals$}");
+    let text = if text.contains('.') {
+        text.trim_end_matches('0').trim_end_matches('.')
+    } else {
+        &text
+    };
+    if text == "-0" {
+        "0".into()
+    } else {
+        text.into()
     }
 }
 
@@ -1007,6 +1037,17 @@ mod tests {
         assert_eq!(b.shown, "约 0.13 nats");
         assert_eq!(b.status, Status::Drift);
         assert!(b.title.contains("0.1312") && b.title.contains("0.08"));
+    }
+
+    #[test]
+    fn the_hover_text_gives_a_few_digits_of_the_rerun_not_the_whole_float() {
+        let title = |text: &str, rerun: f64| bind_one(&q(text), rerun).title;
+        assert!(title("[0.08]{=a}", 0.131_234_567_890_123).starts_with("实验值 0.1312；"));
+        assert!(title("[0.665]{=a}", 0.665_123_456_7).starts_with("实验值 0.66512；"));
+        assert!(title("[256,000]{=a}", 256_012.345_678_9).starts_with("实验值 256012.35；"));
+        assert!(title("[3]{=a}", 3.0).starts_with("实验值 3；"));
+        assert!(title("[1.5e-7]{=a}", 1.534_567_8e-7).starts_with("实验值 1.535e-7；"));
+        assert!(title("[0]{=a ±0.1}", -0.0).starts_with("实验值 0；"));
     }
 
     /// Chapter `a` recorded `x` (at line 12) and a matrix element; chapter `b` recorded nothing.

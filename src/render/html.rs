@@ -13,7 +13,7 @@ use crate::markdown::experiment::Fold;
 use crate::markdown::{Doc, Experiment, Piece, PlacementKind};
 use crate::quotes::Binding;
 use crate::render::math::MathError;
-use crate::render::{highlight, links, xref};
+use crate::render::{glossary, highlight, links, xref};
 use lab_protocol::{Figure, Table};
 
 /// Everything the HTML of one chapter needs.
@@ -40,6 +40,14 @@ pub struct PageInputs<'a> {
     pub fold_lines: Option<usize>,
     /// The glossary's tables, for a `{{glossary}}` line (empty when no page places them).
     pub glossary: &'a str,
+    /// Glossary terms to link to their entry at their first use (none on the glossary page).
+    pub terms: &'a [glossary::TermLink],
+    /// Previews of the targets of this chapter's references to other pages (`<template>`s,
+    /// see [`crate::render::preview`]).
+    pub previews: &'a str,
+    /// The inline TeX of the experiment tables' headers and captions ([`table_formulas`]),
+    /// rendered; a formula missing here is shown as its TeX.
+    pub table_math: &'a BTreeMap<String, String>,
 }
 
 /// Renders the chapter body.
@@ -47,15 +55,133 @@ pub fn body_html(inputs: &PageInputs<'_>) -> String {
     let numbering = Numbering::new(inputs);
     let mut out = String::new();
     let mut enclosing = Enclosing::default();
-    let events = inputs.doc.pieces.iter().map(|piece| {
-        enclosing.update(piece);
-        match enclosing.plain_text(inputs, piece) {
-            Some(text) => Event::Text(text.into()),
-            None => piece_event(inputs, &numbering, piece, enclosing.links > 0),
-        }
-    });
-    html::push_html(&mut out, events);
+    let mut formulas = Vec::with_capacity(inputs.doc.pieces.len());
+    let mut prose = Vec::with_capacity(inputs.doc.pieces.len());
+    let events: Vec<Event<'static>> = inputs
+        .doc
+        .pieces
+        .iter()
+        .map(|piece| {
+            enclosing.update(piece);
+            let text = enclosing.plain_text(inputs, piece);
+            formulas.push(text.is_none() && is_inline_formula(inputs, piece));
+            prose.push(enclosing.is_prose() && matches!(piece, Piece::Event(Event::Text(_))));
+            match text {
+                Some(text) => Event::Text(text.into()),
+                None => piece_event(inputs, &numbering, piece, enclosing.links > 0),
+            }
+        })
+        .collect();
+    let events = punctuation_with_formulas(events, &formulas);
+    let (events, linked) = terms_linked(events, &prose, inputs.terms);
+    html::push_html(&mut out, events.into_iter());
+    for term in linked {
+        let _ = writeln!(
+            out,
+            "<template class=\"preview\" data-href=\"{}\">{}</template>",
+            escape(&term.url),
+            term.preview
+        );
+    }
+    out.push_str(inputs.previews);
     empty_header_cells_as_data(&out)
+}
+
+/// Links each glossary term's first use in the prose (`prose[i]` marks the text events outside
+/// links, images and headings); returns the events and the terms it linked, in glossary order.
+fn terms_linked<'t>(
+    events: Vec<Event<'static>>,
+    prose: &[bool],
+    terms: &'t [glossary::TermLink],
+) -> (Vec<Event<'static>>, Vec<&'t glossary::TermLink>) {
+    if terms.is_empty() {
+        return (events, Vec::new());
+    }
+    let mut used = vec![false; terms.len()];
+    let events = events
+        .into_iter()
+        .zip(prose)
+        .map(|(event, prose)| match event {
+            Event::Text(text) if *prose => {
+                match glossary::link_first_uses(&text, terms, &mut used) {
+                    Some(html) => Event::InlineHtml(html.into()),
+                    None => Event::Text(text),
+                }
+            }
+            event => event,
+        })
+        .collect();
+    let linked = terms
+        .iter()
+        .zip(used)
+        .filter(|(_, u)| *u)
+        .map(|(t, _)| t)
+        .collect();
+    (events, linked)
+}
+
+/// An inline formula that KaTeX rendered (an error box is no formula to keep punctuation with).
+fn is_inline_formula(inputs: &PageInputs<'_>, piece: &Piece) -> bool {
+    matches!(piece, Piece::Math(i) if !inputs.doc.maths[*i].display && inputs.maths[*i].is_ok())
+}
+
+/// Full-width punctuation that may not start a line (Chinese closing marks, and the marks
+/// that end a clause).
+fn closes(c: char) -> bool {
+    "，。、；：？！）」』”’》〉】〕〗〙｝］．…".contains(c)
+}
+
+/// Full-width punctuation that may not end a line (Chinese opening marks).
+fn opens(c: char) -> bool {
+    "（「『“‘《〈【〔〖〘｛［".contains(c)
+}
+
+/// Keeps the closing punctuation right after an inline formula on the formula's line, and the
+/// opening punctuation right before one with it: the marks and the formula go into one
+/// `span.math-nobr` (`white-space: nowrap`; the formula inside still breaks where KaTeX lets it).
+/// Browsers treat a formula as an atomic box with a break opportunity on each side, so without
+/// this "，" can start a line after "n×n" (issue 27, item 4). `formulas[i]` marks `events[i]`.
+fn punctuation_with_formulas(
+    events: Vec<Event<'static>>,
+    formulas: &[bool],
+) -> Vec<Event<'static>> {
+    let mut events: Vec<Event<'static>> = events;
+    for i in (0..events.len()).filter(|&i| formulas.get(i) == Some(&true)) {
+        let before = match i.checked_sub(1).map(|j| &events[j]) {
+            Some(Event::Text(t)) if !formulas[i - 1] => {
+                let keep = t.trim_end_matches(opens).len();
+                (keep < t.len()).then(|| (t[..keep].to_string(), t[keep..].to_string()))
+            }
+            _ => None,
+        };
+        let after = match events.get(i + 1) {
+            Some(Event::Text(t)) => {
+                let end = t.len() - t.trim_start_matches(closes).len();
+                (end > 0).then(|| (t[..end].to_string(), t[end..].to_string()))
+            }
+            _ => None,
+        };
+        if before.is_none() && after.is_none() {
+            continue;
+        }
+        let Event::InlineHtml(formula) = &events[i] else {
+            continue;
+        };
+        let formula = formula.to_string();
+        let mut glued = String::from("<span class=\"math-nobr\">");
+        if let Some((keep, marks)) = &before {
+            glued.push_str(&escape_body(marks));
+            events[i - 1] = Event::Text(keep.clone().into());
+        }
+        glued.push_str(&formula);
+        if let Some((marks, rest)) = &after {
+            glued.push_str(&escape_body(marks));
+            events[i + 1] = Event::Text(rest.clone().into());
+        }
+        glued.push_str("</span>");
+        events[i] = Event::InlineHtml(glued.into());
+    }
+    events
 }
 
 /// An empty header cell (the corner of a two-way table, `| | a | b |` or a lab table's `""`
@@ -73,16 +199,25 @@ fn empty_header_cells_as_data(html: &str) -> String {
     EMPTY_TH.replace_all(html, "<td$1></td>").into_owned()
 }
 
-/// How many links and images a piece stands inside.
+/// How many links and images a piece stands inside, and whether it is in a heading.
 #[derive(Default)]
 struct Enclosing {
     links: usize,
     images: usize,
+    heading: bool,
 }
 
 impl Enclosing {
+    /// Running text a glossary link may stand in: not a link's text, an image's alt text or a
+    /// heading.
+    fn is_prose(&self) -> bool {
+        self.links == 0 && self.images == 0 && !self.heading
+    }
+
     fn update(&mut self, piece: &Piece) {
         match piece {
+            Piece::HeadingStart(_) => self.heading = true,
+            Piece::HeadingEnd(_) => self.heading = false,
             Piece::Event(Event::Start(Tag::Link { .. })) => self.links += 1,
             Piece::Event(Event::End(TagEnd::Link)) => self.links = self.links.saturating_sub(1),
             Piece::Event(Event::Start(Tag::Image { .. })) => self.images += 1,
@@ -315,7 +450,7 @@ fn piece_event(
             numbering
                 .tables
                 .get(name.as_str())
-                .map(|(n, t)| table_html(*n, t))
+                .map(|(n, t)| table_html(*n, t, inputs.table_math))
                 .unwrap_or_default()
                 .into(),
         ),
@@ -517,7 +652,7 @@ fn experiment_html(inputs: &PageInputs<'_>, numbering: &Numbering<'_>, exp: &Exp
         }
         for (n, table) in run.results.tables.iter().enumerate() {
             if table.block == exp.index && !numbering.placed_tables.contains(&table.name.as_str()) {
-                out.push_str(&table_html(n + 1, table));
+                out.push_str(&table_html(n + 1, table, inputs.table_math));
             }
         }
     }
@@ -698,13 +833,59 @@ fn natural_width(svg: &str) -> Option<u32> {
         .then(|| width.round() as u32)
 }
 
-fn table_html(number: usize, table: &Table) -> String {
+/// Every `$...$` formula in the headers and captions of a run's tables, for [`PageInputs::table_math`].
+pub fn table_formulas(run: Option<&ChapterRun>) -> Vec<String> {
+    let tables = run.map_or(&[][..], |r| r.results.tables.as_slice());
+    tables
+        .iter()
+        .flat_map(|t| t.headers.iter().chain(t.caption.as_ref()))
+        .flat_map(|text| {
+            tex_pieces(text)
+                .into_iter()
+                .filter(|(tex, _)| *tex)
+                .map(|(_, piece)| piece.to_string())
+        })
+        .collect()
+}
+
+/// `text` cut at its `$` signs into `(is_tex, piece)`; an unpaired `$` is text.
+fn tex_pieces(text: &str) -> Vec<(bool, &str)> {
+    let parts: Vec<&str> = text.split('$').collect();
+    if parts.len().is_multiple_of(2) {
+        return vec![(false, text)];
+    }
+    parts
+        .into_iter()
+        .enumerate()
+        .filter(|(_, p)| !p.is_empty())
+        .map(|(i, p)| (i % 2 == 1, p))
+        .collect()
+}
+
+/// A header or caption as HTML: text escaped, `$...$` as its rendered formula.
+fn with_math(text: &str, math: &BTreeMap<String, String>) -> String {
+    tex_pieces(text)
+        .into_iter()
+        .map(|(tex, piece)| match (tex, math.get(piece)) {
+            (true, Some(html)) => html.clone(),
+            (true, None) => format!("<code>{}</code>", escape(piece)),
+            (false, _) => escape(piece),
+        })
+        .collect()
+}
+
+fn table_html(number: usize, table: &Table, math: &BTreeMap<String, String>) -> String {
+    let caption = table
+        .caption
+        .as_deref()
+        .map(|c| format!(" {}", with_math(c, math)))
+        .unwrap_or_default();
     let mut out = format!(
-        "<figure class=\"lab-table\" id=\"tab-{}\">\n<figcaption><span class=\"table-label\">表 {number}</span></figcaption>\n<div class=\"table-wrap\"><table>\n<thead><tr>",
+        "<figure class=\"lab-table\" id=\"tab-{}\">\n<figcaption><span class=\"table-label\">表 {number}</span>{caption}</figcaption>\n<div class=\"table-wrap\"><table>\n<thead><tr>",
         escape(&table.name)
     );
     for header in &table.headers {
-        let _ = write!(out, "<th>{}</th>", escape(header));
+        let _ = write!(out, "<th>{}</th>", with_math(header, math));
     }
     out.push_str("</tr></thead>\n<tbody>\n");
     for row in &table.rows {
@@ -840,6 +1021,74 @@ mod tests {
             empty_header_cells_as_data("<p>&lt;th&gt;&lt;/th&gt;</p>"),
             "<p>&lt;th&gt;&lt;/th&gt;</p>"
         );
+    }
+
+    #[test]
+    fn a_table_header_and_caption_render_their_tex_and_keep_the_rest_as_text() {
+        let table = Table {
+            name: "macs".into(),
+            block: 0,
+            headers: vec!["预计算 $U_a h_j$".into(), "a < b".into(), "$5".into()],
+            rows: vec![vec!["1".into(), "2".into(), "3".into()]],
+            caption: Some("每步的乘加次数（$d = 64$）".into()),
+        };
+        let run = ChapterRun {
+            results: lab_protocol::ChapterResults {
+                tables: vec![table.clone()],
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        assert_eq!(table_formulas(Some(&run)), ["U_a h_j", "d = 64"]);
+        let math = BTreeMap::from([(
+            "U_a h_j".to_string(),
+            "<span class=\"katex\">U</span>".to_string(),
+        )]);
+        let html = table_html(2, &table, &math);
+        assert!(html.contains("<figcaption><span class=\"table-label\">表 2</span> 每步的乘加次数（<code>d = 64</code>）</figcaption>"), "{html}");
+        assert!(
+            html.contains(
+                "<th>预计算 <span class=\"katex\">U</span></th><th>a &lt; b</th><th>$5</th>"
+            ),
+            "{html}"
+        );
+    }
+
+    #[test]
+    fn punctuation_stays_with_the_formula_it_touches() {
+        let formula = || Event::InlineHtml("<span class=\"katex\">n</span>".into());
+        let text = |t: &'static str| Event::Text(t.into());
+        let html = |events: Vec<Event<'static>>, formulas: &[bool]| {
+            let mut out = String::new();
+            html::push_html(
+                &mut out,
+                punctuation_with_formulas(events, formulas).into_iter(),
+            );
+            out
+        };
+        assert_eq!(
+            html(
+                vec![
+                    text("矩阵（"),
+                    formula(),
+                    text("），共"),
+                    formula(),
+                    text("个。")
+                ],
+                &[false, true, false, true, false]
+            ),
+            "矩阵<span class=\"math-nobr\">（<span class=\"katex\">n</span>），</span>共<span class=\"katex\">n</span>个。"
+        );
+        // A formula between two others' marks: each keeps its own; Latin text is left alone.
+        assert_eq!(
+            html(
+                vec![formula(), text("、"), formula(), text(" and x")],
+                &[true, false, true, false]
+            ),
+            "<span class=\"math-nobr\"><span class=\"katex\">n</span>、</span><span class=\"katex\">n</span> and x"
+        );
+        // Text that is not next to a formula keeps its marks.
+        assert_eq!(html(vec![text("（注）")], &[false]), "（注）");
     }
 
     #[test]

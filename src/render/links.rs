@@ -319,6 +319,7 @@ mod tests {
             block: 0,
             headers: vec!["h".into()],
             rows: vec![],
+            caption: None,
         });
         run
     }

@@ -11,6 +11,7 @@ pub mod highlight;
 pub mod html;
 pub mod links;
 pub mod math;
+pub mod preview;
 pub mod print;
 pub mod search;
 pub mod svg;
@@ -410,6 +411,42 @@ struct LinkView<'a> {
     url: String,
 }
 
+/// One page of the series in the chapter list beside every chapter.
+#[derive(Serialize)]
+struct ListEntry<'a> {
+    title: &'a str,
+    /// `01` for a chapter (the appendices are listed apart, by title only).
+    number_label: String,
+    url: String,
+    /// The page being rendered: marked `aria-current="page"`.
+    current: bool,
+}
+
+/// The chapter list: the chapters in series order, then the appendix pages.
+#[derive(Serialize)]
+struct ChapterList<'a> {
+    chapters: Vec<ListEntry<'a>>,
+    appendices: Vec<ListEntry<'a>>,
+}
+
+fn chapter_list<'a>(series: &'a Series<Page>, base_path: &str, current: usize) -> ChapterList<'a> {
+    let entry = |(i, c): (usize, &'a Page)| ListEntry {
+        title: &c.front.title,
+        number_label: number_label(c),
+        url: chapter_url(base_path, &c.slug),
+        current: i == current,
+    };
+    let (appendices, chapters): (Vec<_>, Vec<_>) = series
+        .chapters
+        .iter()
+        .enumerate()
+        .partition(|(_, c)| c.is_appendix());
+    ChapterList {
+        chapters: chapters.into_iter().map(entry).collect(),
+        appendices: appendices.into_iter().map(entry).collect(),
+    }
+}
+
 #[derive(Serialize)]
 struct TocEntry<'a> {
     id: &'a str,
@@ -504,6 +541,7 @@ pub fn chapter_page<'a>(
         },
     );
     context.insert("toc", toc(&chapter.doc.headings));
+    context.insert("chapter_list", chapter_list(series, &base, index));
     // Every value the chapter's experiments recorded, e.g. `{{ values["entropy.dot"] }}`.
     context.insert("values", values.chapter(&chapter.slug));
     context.insert(

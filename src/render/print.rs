@@ -43,6 +43,8 @@ struct PrintChapter<'a> {
     /// The chapter's own anchor (its slug), the target of links to its page.
     id: &'a str,
     number: u32,
+    /// An unnumbered appendix page (the glossary): labelled `附录`, not `第 0 篇`.
+    appendix: bool,
     title: &'a str,
     summary: Option<&'a str>,
     content: String,
@@ -53,6 +55,7 @@ struct PrintChapter<'a> {
 struct PrintKey<'a> {
     id: &'a str,
     number: u32,
+    appendix: bool,
     title: &'a str,
     summary: Option<&'a str>,
     /// The digest of the chapter page's body.
@@ -74,6 +77,7 @@ pub fn page(
         .map(|c| PrintKey {
             id: &c.slug,
             number: c.front.number,
+            appendix: c.is_appendix(),
             title: &c.front.title,
             summary: c.front.summary.as_deref(),
             body: &c.digest,
@@ -92,10 +96,11 @@ pub fn page(
                 .map(|c| PrintChapter {
                     id: &c.slug,
                     number: c.front.number,
+                    appendix: c.is_appendix(),
                     title: &c.front.title,
                     summary: c.front.summary.as_deref(),
                     content: scoped_html(
-                        &c.html,
+                        &without_previews(&c.html),
                         &Scope {
                             slug: &c.slug,
                             base_path: &base_path,
@@ -125,6 +130,16 @@ pub fn page(
     context.insert("intro_html", scoped_html(intro_html, &intro_scope));
     context.insert("site", site);
     templates.render("print.html", context)
+}
+
+/// A chapter body without its previews of other pages' targets (`template.preview`): on the
+/// print page every target is on the page itself.
+fn without_previews(html: &str) -> std::borrow::Cow<'_, str> {
+    static PREVIEW: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r#"(?s)<template class="preview" data-href="[^"]*">.*?</template>\n?"#)
+            .expect("a valid regex")
+    });
+    PREVIEW.replace_all(html, "")
 }
 
 /// What a chapter body's ids and links are rewritten against.

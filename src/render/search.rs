@@ -49,6 +49,7 @@ use super::cache::{self, Cache};
 use super::tex_text;
 
 use crate::content::Series;
+use crate::lab::Ran;
 use crate::markdown::{Heading, Piece, is_cjk};
 use crate::quotes::Bound;
 use crate::render::chapter_url;
@@ -66,7 +67,7 @@ const HEADING_WEIGHT: u32 = 5;
 
 /// The files search adds to the output: the index. The client (`search.js`, `search.css`) is an
 /// ordinary static file.
-pub fn index_files<C: AsRef<Bound>>(series: &Series<C>) -> Vec<(PathBuf, Vec<u8>)> {
+pub fn index_files<C: AsRef<Bound> + AsRef<Ran>>(series: &Series<C>) -> Vec<(PathBuf, Vec<u8>)> {
     let json = Sections::of(series).index_json(None);
     vec![(PathBuf::from(INDEX_PATH), json.into_bytes())]
 }
@@ -103,12 +104,20 @@ pub struct Sections {
 impl Sections {
     /// Every section of every chapter of a parsed series (quotes show their rerun values once
     /// stage 4 has bound them, their quoted text before).
-    pub fn of<C: AsRef<Bound>>(series: &Series<C>) -> Sections {
+    pub fn of<C: AsRef<Bound> + AsRef<Ran>>(series: &Series<C>) -> Sections {
         let base_path = series.config.base_path();
+        // A reference reads as the page prints it (`图 2`), so a snippet has no empty `（）`
+        // where one stood; an unresolved one (reported by the build) reads as nothing.
+        let (refs, _) = super::xref::resolve_all(series);
         let mut docs = Vec::new();
-        for chapter in series.chapters.iter().map(AsRef::<Bound>::as_ref) {
+        for (chapter, refs) in series
+            .chapters
+            .iter()
+            .map(AsRef::<Bound>::as_ref)
+            .zip(&refs)
+        {
             let url = chapter_url(&base_path, &chapter.slug);
-            for section in sections(chapter) {
+            for section in sections(chapter, refs) {
                 // The client shows this text as HTML: no character HTML forbids.
                 docs.push(SearchDoc {
                     t: sanitize(&chapter.front.title).into_owned(),
@@ -297,7 +306,7 @@ impl<'a> Section<'a> {
     }
 }
 
-fn sections(chapter: &Bound) -> Vec<Section<'_>> {
+fn sections<'a>(chapter: &'a Bound, refs: &[Option<super::xref::Resolved>]) -> Vec<Section<'a>> {
     let doc = &chapter.doc;
     let summary = chapter.front.summary.as_deref().unwrap_or_default();
     let mut sections = vec![Section::new(None, format!("{summary}\n"))];
@@ -329,14 +338,18 @@ fn sections(chapter: &Bound) -> Vec<Section<'_>> {
                 tex_text::readable(tex).into()
             }
             Piece::Quote(i) => quote_text(chapter, *i).into(),
+            Piece::Ref(i) => match refs.get(*i) {
+                Some(Some(resolved)) => resolved.text.as_str().into(),
+                _ => continue,
+            },
             Piece::Math(_)
             | Piece::Experiment(_)
             | Piece::Code { .. }
             | Piece::Placement { .. }
             | Piece::Glossary { .. } => "\n".into(),
             Piece::ImageFigure(i) => format!("\n{}\n", doc.image_figures[*i].caption).into(),
-            // Citations and cross-references are rendered from state of their own; their
-            // labels ("[1]", "图 2") are not what a reader searches for.
+            // Citations are rendered from state of their own; their labels ("[1]") are not
+            // what a reader searches for.
             _ => continue,
         };
         let section = sections.last_mut().expect("starts with one");

@@ -41,6 +41,8 @@ struct Row {
 /// The rows of one chapter.
 #[derive(Serialize)]
 struct ChapterRows<'a> {
+    /// The section's anchor, which the chapter's own footer links.
+    slug: &'a str,
     title: &'a str,
     number_label: String,
     url: String,
@@ -61,6 +63,8 @@ struct Totals {
     claims: usize,
     claims_hold: usize,
     claims_fail: usize,
+    /// Rows whose verdict is not 一致 / 成立: what the page's filter keeps.
+    flagged: usize,
 }
 
 /// Renders the verification page of a bound series.
@@ -71,7 +75,8 @@ pub fn page(templates: &Templates, series: &Series<Page>) -> Result<Vec<u8>, Dia
         .chapters
         .iter()
         .map(|c| chapter_rows(c, &site.base_path, &mut totals))
-        .filter(|c| !c.rows.is_empty())
+        // A chapter that ran keeps its section even without a quote: its footer links it.
+        .filter(|c| !c.rows.is_empty() || c.run.is_some())
         .collect();
     let meta: MetaView = site_meta(
         &site,
@@ -101,7 +106,9 @@ fn chapter_rows<'a>(chapter: &'a Bound, base_path: &str, totals: &mut Totals) ->
     rows.extend(output_rows(chapter, &url, totals));
     rows.extend(claim_rows(chapter, base_path, totals));
     rows.sort_by_key(|r| r.line);
+    totals.flagged += rows.iter().filter(|r| r.status != "ok").count();
     ChapterRows {
+        slug: &chapter.slug,
         title: &chapter.front.title,
         number_label: format!("{:02}", chapter.front.number),
         url,

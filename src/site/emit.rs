@@ -265,8 +265,7 @@ pub(super) fn write_site(
 /// True if the regular file at `path` holds exactly `bytes` (pruning left only regular files
 /// with one link in the tree).
 fn holds(path: &Path, bytes: &[u8]) -> bool {
-    std::fs::symlink_metadata(path)
-        .is_ok_and(|m| m.is_file() && m.len() == bytes.len() as u64)
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file() && m.len() == bytes.len() as u64)
         && std::fs::read(path).is_ok_and(|old| old == bytes)
 }
 
@@ -412,11 +411,20 @@ mod tests {
         ];
         write_site(&out, Some(&spare), files, &mut super::super::Timings::new()).unwrap();
         assert_eq!(std::fs::read(out.join("same.html")).unwrap(), b"kept bytes");
-        assert_eq!(std::fs::metadata(out.join("same.html")).unwrap().ino(), inode);
-        assert_eq!(std::fs::read(out.join("a/edited.html")).unwrap(), b"new text!!");
+        assert_eq!(
+            std::fs::metadata(out.join("same.html")).unwrap().ino(),
+            inode
+        );
+        assert_eq!(
+            std::fs::read(out.join("a/edited.html")).unwrap(),
+            b"new text!!"
+        );
         assert_eq!(std::fs::read(out.join("shorter.html")).unwrap(), b"short");
         assert_eq!(std::fs::read(out.join("fresh.html")).unwrap(), b"fresh");
-        assert_eq!(listing(&out), ["a", "fresh.html", "same.html", "shorter.html"]);
+        assert_eq!(
+            listing(&out),
+            ["a", "fresh.html", "same.html", "shorter.html"]
+        );
     }
 
     #[test]

@@ -74,6 +74,9 @@ pub(super) fn render<C: AsRef<Ran>>(
         highlighter,
         fold_lines: None,
         glossary: "",
+        terms: &[],
+        previews: "",
+        table_math: &std::collections::BTreeMap::new(),
     };
     let mut out = html::body_html(&inputs);
     out.push_str(&citations.list_html);

@@ -770,6 +770,38 @@ struct Rendered {
     citations: Vec<render::cite::ChapterCitations>,
 }
 
+/// Whether a chapter places the glossary's tables (`{{glossary}}`).
+fn places_glossary(chapter: &Bound) -> bool {
+    chapter
+        .doc
+        .pieces
+        .iter()
+        .any(|p| matches!(p, markdown::Piece::Glossary { .. }))
+}
+
+/// The glossary terms chapters link at their first use: to the page that places the tables.
+fn glossary_terms(series: &Series<Bound>, base_path: &str) -> Vec<render::glossary::TermLink> {
+    let page = series.chapters.iter().find(|c| places_glossary(c));
+    match (&series.glossary, page) {
+        (Some(glossary), Some(page)) => {
+            render::glossary::term_links(glossary, &render::chapter_url(base_path, &page.slug))
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// The inline TeX of a run's table headers and captions, rendered (a formula KaTeX rejects is
+/// left out, and the page shows its TeX).
+fn table_math(
+    renderer: &MathRenderer,
+    run: Option<&lab::ChapterRun>,
+) -> std::collections::BTreeMap<String, String> {
+    html::table_formulas(run)
+        .into_iter()
+        .filter_map(|tex| Some((tex.clone(), renderer.render(&tex, false).ok()?)))
+        .collect()
+}
+
 /// Stage 5c: every chapter's body and heading HTML, chapters in parallel.
 fn render_chapters(
     series: Series<Bound>,
@@ -784,7 +816,18 @@ fn render_chapters(
         .map(|g| g.html.clone())
         .unwrap_or_default();
     let highlighter = &rendered.highlighter;
-    let bodies = BodyKeys::of(&series, rendered);
+    let terms = glossary_terms(&series, &base_path);
+    // Tables' headers and captions are known only now, after the experiments ran.
+    let math_renderer = MathRenderer::new(&series.config.katex.macros);
+    let take_homes: Vec<(Option<String>, String)> = take_homes
+        .into_iter()
+        .enumerate()
+        .map(|(i, take_home)| {
+            let previews = render::preview::cross_page(&series, &rendered.maths, &rendered.refs, i);
+            (take_home, previews)
+        })
+        .collect();
+    let bodies = BodyKeys::of(&series, rendered, &format!("{terms:?}"));
     let store = &render::cache::Blobs::open(series.root.join(".attnbook/cache/render/bodies"));
     let stored = series.map_chapters(|chapters| {
         let per_chapter = rendered
@@ -799,27 +842,33 @@ fn render_chapters(
             .enumerate()
             .map(
                 |(index, (mut bound, (((maths, refs), citations), take_home)))| {
-                    let inputs = html::PageInputs {
-                        doc: &bound.doc,
-                        maths,
-                        run: bound.run.as_ref(),
-                        bindings: &bound.bindings,
-                        claims: &bound.claims,
-                        base_path: &base_path,
-                        refs,
-                        citations: &citations.inline,
-                        highlighter,
-                        fold_lines,
-                        glossary: &glossary,
-                    };
-                    let key = bodies.key(index);
+                    let (take_home, previews) = take_home;
                     let fresh = || {
+                        let table_math = table_math(&math_renderer, bound.run.as_ref());
+                        let inputs = html::PageInputs {
+                            doc: &bound.doc,
+                            maths,
+                            run: bound.run.as_ref(),
+                            bindings: &bound.bindings,
+                            claims: &bound.claims,
+                            base_path: &base_path,
+                            refs,
+                            citations: &citations.inline,
+                            highlighter,
+                            fold_lines,
+                            glossary: &glossary,
+                            terms: if places_glossary(&bound) { &[] } else { &terms },
+                            previews: &previews,
+                            table_math: &table_math,
+                        };
                         let mut parts = vec![html::body_html(&inputs)];
                         parts.extend(html::headings_html(&inputs));
                         parts
                     };
                     let stored = store
-                        .get_or_make(&key, || Ok::<_, ()>(render::cache::join_texts(&fresh())))
+                        .get_or_make(&bodies.key(index), || {
+                            Ok::<_, ()>(render::cache::join_texts(&fresh()))
+                        })
                         .ok()
                         .and_then(|bytes| render::cache::split_texts(&bytes));
                     let mut parts = stored.unwrap_or_else(fresh).into_iter();
@@ -867,9 +916,10 @@ struct BodyKeys {
 }
 
 impl BodyKeys {
-    fn of(series: &Series<Bound>, rendered: &Rendered) -> BodyKeys {
+    fn of(series: &Series<Bound>, rendered: &Rendered, terms: &str) -> BodyKeys {
         let mut key = render::cache::Key::new("chapter bodies");
         key.bytes(render::cache::binary_identity().as_bytes())
+            .bytes(terms.as_bytes())
             .bytes(format!("{:?}", series.config).as_bytes())
             .bytes(
                 series

@@ -3,6 +3,7 @@
 # Chromium through playwright-core (tests/browser/run.mjs); axe-core checks every page's accessibility.
 #
 #   cargo build --release && bash tests/browser/run.sh
+#   BROWSER_ONLY='^(nav|previews)' bash tests/browser/run.sh    # only the checks so named
 #
 # Needs: target/release/attnbook (under $CARGO_TARGET_DIR when set), Node >= 20 with npm, /usr/bin/chromium (apt-get install -y chromium;
 # or set CHROMIUM_PATH). Screenshots land in tests/browser/screenshots/ (git-ignored).

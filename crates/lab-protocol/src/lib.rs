@@ -112,6 +112,9 @@ pub struct Table {
     pub headers: Vec<String>,
     /// Rows of cells, already formatted as text.
     pub rows: Vec<Vec<String>>,
+    /// The caption shown after the table's number (`.caption(..)` on what `lab.table` returns).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caption: Option<String>,
 }
 
 /// A recorded SVG chart.

@@ -106,14 +106,16 @@ impl Lab {
         ns
     }
 
-    /// Records a table of preformatted cells, placed in the prose by `{{table: name}}`.
+    /// Records a table of preformatted cells, placed in the prose by `{{table: name}}`; give it
+    /// a caption with `.caption("...")` on what this returns. A header or caption may hold
+    /// inline TeX between `$` signs (`"$U_a h_j$"`), which the page renders like the prose's.
     ///
     /// # Panics
     ///
     /// If the name is malformed or taken by another table, or a row's length differs from the
     /// number of headers.
     #[track_caller]
-    pub fn table<H, R>(&mut self, name: &str, headers: H, rows: R)
+    pub fn table<H, R>(&mut self, name: &str, headers: H, rows: R) -> TableCaption<'_>
     where
         H: IntoIterator,
         H::Item: Display,
@@ -144,7 +146,10 @@ impl Lab {
             block,
             headers,
             rows,
+            caption: None,
         });
+        let table = self.results.tables.last_mut().expect("just pushed");
+        TableCaption { table }
     }
 
     /// Renders `chart` to SVG and records it as figure `name` with `caption` (also its alt
@@ -229,5 +234,18 @@ fn claim(names: &mut HashSet<String>, kind: &str, name: &str) {
 fn fail(result: Result<(), String>) {
     if let Err(message) = result {
         panic!("{message}");
+    }
+}
+
+/// The table `Lab::table` just recorded, to give a caption:
+/// `lab.table("t", ["a"], [[1]]).caption("...");`.
+pub struct TableCaption<'a> {
+    table: &'a mut Table,
+}
+
+impl TableCaption<'_> {
+    /// Sets the caption shown after the table's number.
+    pub fn caption(self, caption: &str) {
+        self.table.caption = Some(caption.to_owned());
     }
 }

@@ -27,7 +27,7 @@ mod stats;
 mod value;
 
 pub use alloc::{live_bytes, peak_alloc};
-pub use context::{Lab, Run};
+pub use context::{Lab, Run, TableCaption};
 pub use random::RandnShape;
 pub use runner::{ChapterFn, run_chapter, run_main, run_standalone};
 pub use value::{IntoValue, Scalar};

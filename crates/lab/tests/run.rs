@@ -20,7 +20,8 @@ fn chapter(lab: &mut Lab) {
         "sizes",
         ["d", "熵"],
         [8, 16].map(|d| vec![d.to_string(), format!("{:.2}", (d as f64).ln())]),
-    );
+    )
+    .caption("每个维度 $d$ 下的熵");
     lab.figure(
         "w",
         "注意力权重",
@@ -68,6 +69,7 @@ fn a_chapter_records_values_tables_figures_and_timings() {
     assert_eq!((table.name.as_str(), table.block), ("sizes", 1));
     assert_eq!(table.headers, ["d", "熵"]);
     assert_eq!(table.rows, [["8", "2.08"], ["16", "2.77"]]);
+    assert_eq!(table.caption.as_deref(), Some("每个维度 $d$ 下的熵"));
 
     let figure = &results.figures[0];
     assert_eq!(
@@ -133,7 +135,9 @@ fn a_bad_name_or_ragged_table_panics_with_a_clear_message() {
             .message
             .contains("`dot..w` has an empty segment")
     );
-    let ragged = run_chapter("x", 1, |lab| lab.table("t", ["a", "b"], [["1"]]));
+    let ragged = run_chapter("x", 1, |lab| {
+        lab.table("t", ["a", "b"], [["1"]]);
+    });
     assert_eq!(
         ragged.panic.unwrap().message,
         "table `t`: row 0 has 1 cells but there are 2 headers"
