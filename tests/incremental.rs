@@ -82,7 +82,12 @@ fn clear_render_caches(site: &Path) {
 
 /// The stored pages, by name.
 fn stored_pages(site: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(site.join(".attnbook/cache/render/pages"))
+    stored(site, "pages")
+}
+
+/// The entries of one store (`pages`, `bodies`), by name.
+fn stored(site: &Path, store: &str) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(site.join(".attnbook/cache/render").join(store))
         .map(|entries| {
             entries
                 .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -124,6 +129,7 @@ fn the_series_builds_the_same_bytes_from_clean_and_from_kept_render_caches() {
     assert!(clean.contains_key(Path::new("print.html")));
     assert!(clean.contains_key(Path::new("verification/index.html")));
     let stored = stored_pages(site);
+    let bodies = self::stored(site, "bodies");
     assert!(stored.len() >= 20, "the build stored its pages: {stored:?}");
 
     // Nothing changed: every page comes from the store, and the bytes are the same.
@@ -145,6 +151,15 @@ fn the_series_builds_the_same_bytes_from_clean_and_from_kept_render_caches() {
     std::fs::write(&path, edited).unwrap();
     let warm = build(site, "public-warm");
     let after_edit = stored_pages(site);
+    // Only the edited chapter's body was rendered again: nothing the others show of it changed.
+    let bodies_after = self::stored(site, "bodies");
+    let kept_bodies = bodies_after.iter().filter(|n| bodies.contains(n)).count();
+    assert_eq!(
+        (bodies.len(), kept_bodies),
+        (bodies_after.len(), bodies.len() - 1),
+        "one body of {} rendered again",
+        bodies.len()
+    );
     clear_render_caches(site);
     let cold = build(site, "public-cold");
     assert_same("after a prose edit, kept caches against none", &cold, &warm);

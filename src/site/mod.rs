@@ -827,7 +827,8 @@ fn render_chapters(
             (take_home, previews)
         })
         .collect();
-    let bodies = BodyKeys::of(&series, rendered, &format!("{terms:?}"));
+    let previews: Vec<&str> = take_homes.iter().map(|(_, p)| p.as_str()).collect();
+    let bodies = BodyKeys::of(&series, rendered, &format!("{terms:?}"), &previews);
     let store = &render::cache::Blobs::open(series.root.join(".attnbook/cache/render/bodies"));
     let stored = series.map_chapters(|chapters| {
         let per_chapter = rendered
@@ -904,19 +905,22 @@ fn render_chapters(
     stored
 }
 
-/// What every chapter body is rendered from, hashed once per build: a body reads its own
-/// chapter, and through quotes, cross-references and the glossary also the other chapters'
-/// sources and values, so the key of each holds the whole series' sources and results (an
-/// edit renders every body again; a build with nothing changed renders none). Code highlighting
-/// is decided by the source and the binary; formulas by the source and the KaTeX macros of the
-/// config.
+/// What each chapter body is rendered from, hashed once per build, so a build renders only
+/// the bodies whose inputs changed. A body reads its own chapter (source, results, citations,
+/// inlined diagrams), and the other chapters only through what is resolved before it is
+/// rendered: its quotes' and claims' bindings (values of any chapter), its cross-references
+/// (titles, numbers and anchors of any chapter) and its previews of other pages; plus the
+/// config, the glossary and its term links. Code highlighting is decided by the source and the
+/// binary, formulas by the source and the KaTeX macros of the config. A prose edit of one
+/// chapter thus renders that body again, and another only if what it shows of the edited one
+/// changed.
 struct BodyKeys {
     series: String,
     chapters: Vec<String>,
 }
 
 impl BodyKeys {
-    fn of(series: &Series<Bound>, rendered: &Rendered, terms: &str) -> BodyKeys {
+    fn of(series: &Series<Bound>, rendered: &Rendered, terms: &str, previews: &[&str]) -> BodyKeys {
         let mut key = render::cache::Key::new("chapter bodies");
         key.bytes(render::cache::binary_identity().as_bytes())
             .bytes(terms.as_bytes())
@@ -932,7 +936,9 @@ impl BodyKeys {
             .chapters
             .par_iter()
             .zip(&rendered.citations)
-            .map(|(c, citations)| {
+            .zip(&rendered.refs)
+            .zip(previews)
+            .map(|(((c, citations), refs), previews)| {
                 let mut own = render::cache::Key::new("chapter");
                 own.bytes(c.path.to_string_lossy().as_bytes())
                     .bytes(c.source.as_bytes())
@@ -944,13 +950,14 @@ impl BodyKeys {
                             .iter()
                             .map(|f| f.svg.as_deref())
                             .collect::<Vec<_>>(),
-                    );
+                    )
+                    .bytes(format!("{:?}", c.bindings).as_bytes())
+                    .bytes(format!("{:?}", c.claims).as_bytes())
+                    .bytes(format!("{refs:?}").as_bytes())
+                    .bytes(previews.as_bytes());
                 own.finish()
             })
             .collect();
-        for chapter in &chapters {
-            key.bytes(chapter.as_bytes());
-        }
         BodyKeys {
             series: key.finish(),
             chapters,
