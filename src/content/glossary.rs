@@ -537,7 +537,11 @@ mod tests {
                 .terms
                 .iter()
                 .enumerate()
-                .flat_map(|(i, t)| variants_in(text, t).into_iter().map(move |(at, v)| (i, at, v)))
+                .flat_map(|(i, t)| {
+                    variants_in(text, t)
+                        .into_iter()
+                        .map(move |(at, v)| (i, at, v))
+                })
                 .collect();
             assert_eq!(finder.variants_in(text), by_term, "{text}");
         }

@@ -246,6 +246,12 @@ impl Blobs {
         Ok(bytes)
     }
 
+    /// Keeps the entry under `key` through [`Blobs::prune`] without reading it: an entry a
+    /// later build may need although this one did not (a part of a page read back whole).
+    pub fn keep(&self, key: &str) {
+        self.mark(key);
+    }
+
     fn mark(&self, key: &str) {
         if let Ok(mut used) = self.used.lock() {
             used.insert(key.to_string());

@@ -27,7 +27,7 @@ use crate::content::Series;
 use crate::diagnostic::Diagnostic;
 use crate::render::Page;
 
-use super::{MetaView, PageContext, SiteView, Templates};
+use super::{MetaView, PageContext, SiteView, Templates, cache};
 
 /// Where the print page is written, relative to the output directory: beside `index.html`
 /// rather than in a directory of its own, so no chapter slug can collide with it.
@@ -84,6 +84,25 @@ pub fn page(
         })
         .collect();
     let base_path = site.base_path.clone();
+    // Each chapter's scoped body is kept too, so an edit of one chapter scopes only that one.
+    let mut all_slugs: Vec<&str> = series.chapters.iter().map(|c| c.slug.as_str()).collect();
+    all_slugs.sort_unstable();
+    let store = templates.store();
+    let scoped_keys: Vec<String> = series
+        .chapters
+        .iter()
+        .map(|c| {
+            let key = cache::Key::new("print body")
+                .bytes(cache::binary_identity().as_bytes())
+                .bytes(c.digest.as_bytes())
+                .bytes(c.slug.as_bytes())
+                .bytes(base_path.as_bytes())
+                .json(&all_slugs)
+                .finish();
+            store.keep(&key);
+            key
+        })
+        .collect();
     let mut context = PageContext::new();
     context.insert_with(
         "chapters",
@@ -93,20 +112,31 @@ pub fn page(
             series
                 .chapters
                 .par_iter()
-                .map(|c| PrintChapter {
-                    id: &c.slug,
-                    number: c.front.number,
-                    appendix: c.is_appendix(),
-                    title: &c.front.title,
-                    summary: c.front.summary.as_deref(),
-                    content: scoped_html(
-                        &without_previews(&c.html),
-                        &Scope {
-                            slug: &c.slug,
-                            base_path: &base_path,
-                            chapters: &slugs,
-                        },
-                    ),
+                .zip(&scoped_keys)
+                .map(|(c, key)| {
+                    let scope = || {
+                        scoped_html(
+                            &without_previews(&c.html),
+                            &Scope {
+                                slug: &c.slug,
+                                base_path: &base_path,
+                                chapters: &slugs,
+                            },
+                        )
+                    };
+                    let content = store
+                        .get_or_make(key, || Ok::<_, ()>(scope().into_bytes()))
+                        .ok()
+                        .and_then(|bytes| String::from_utf8(bytes).ok())
+                        .unwrap_or_else(scope);
+                    PrintChapter {
+                        id: &c.slug,
+                        number: c.front.number,
+                        appendix: c.is_appendix(),
+                        title: &c.front.title,
+                        summary: c.front.summary.as_deref(),
+                        content,
+                    }
                 })
                 .collect()
         },
