@@ -193,3 +193,37 @@ fn prose_start(text: &str) -> usize {
     }
     panic!("no prose paragraph");
 }
+
+/// A template that asks for the time, a random number or the environment renders differently
+/// with the same context: its pages are never read back from the store.
+#[test]
+fn pages_of_impure_templates_are_not_stored() {
+    let dir = tempfile::tempdir().unwrap();
+    let site = dir.path();
+    std::fs::create_dir_all(site.join("content")).unwrap();
+    std::fs::create_dir_all(site.join("templates")).unwrap();
+    std::fs::write(
+        site.join("site.toml"),
+        "title = \"T\"\nbase_url = \"https://example.com/\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        site.join("content/01-a.md"),
+        "+++\ntitle = \"A\"\nnumber = 1\n+++\n\nText.\n",
+    )
+    .unwrap();
+    let pure = build(site, "public");
+    assert!(pure.contains_key(Path::new("a/index.html")));
+    assert!(!stored_pages(site).is_empty(), "the pages were stored");
+    std::fs::write(
+        site.join("templates/404.html"),
+        "{% extends \"base.html\" %}{% block content %}{{ get_random(end=1000000) }}{% endblock %}",
+    )
+    .unwrap();
+    build(site, "public");
+    assert!(
+        stored_pages(site).is_empty(),
+        "pages were stored: {:?}",
+        stored_pages(site)
+    );
+}

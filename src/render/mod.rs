@@ -109,23 +109,41 @@ impl AsRef<Bound> for Page {
 pub struct Templates {
     tera: Tera,
     fingerprint: String,
+    /// Where pages are kept ([`cache::Blobs::off`] when a template is impure).
     store: cache::Blobs,
+    /// The store on disk, pruned after the build.
+    kept: cache::Blobs,
 }
 
 impl Templates {
     /// Loads the templates (see [`load_templates`]); pages are kept in `store`.
     pub fn load(root: &Path, store: cache::Blobs) -> Result<Self, Vec<Diagnostic>> {
-        let (tera, fingerprint) = load_templates_keyed(root)?;
+        let (tera, fingerprint, impure) = load_templates_keyed(root)?;
+        // A template that asks for the time, a random number or the environment renders
+        // differently with the same context: its pages are always rendered afresh, and what
+        // earlier builds kept goes at the prune.
+        let (store, kept) = if impure {
+            (cache::Blobs::off(), store)
+        } else {
+            (store, cache::Blobs::off())
+        };
         Ok(Templates {
             tera,
             fingerprint,
             store,
+            kept,
         })
     }
 
-    /// The page store, to prune once the site is rendered.
+    /// The page store (for the parts of pages kept on their own).
     pub fn store(&self) -> &cache::Blobs {
         &self.store
+    }
+
+    /// Removes the stored pages and parts this build did not use.
+    pub fn prune(&self) {
+        self.store.prune();
+        self.kept.prune();
     }
 
     /// The page `name` renders with `context`, with the characters no page may hold removed
@@ -197,11 +215,15 @@ impl<'a> PageContext<'a> {
 
 /// Loads the templates: embedded defaults, overridden by `root/templates/*.html`.
 pub fn load_templates(root: &Path) -> Result<Tera, Vec<Diagnostic>> {
-    load_templates_keyed(root).map(|(tera, _)| tera)
+    load_templates_keyed(root).map(|(tera, _, _)| tera)
 }
 
-/// The templates and a hash of every name and text among them.
-fn load_templates_keyed(root: &Path) -> Result<(Tera, String), Vec<Diagnostic>> {
+/// Tera's functions whose result is not decided by the context.
+const IMPURE_FUNCTIONS: [&str; 3] = ["now(", "get_random(", "get_env("];
+
+/// The templates, a hash of every name and text among them, and whether any calls one of
+/// [`IMPURE_FUNCTIONS`].
+fn load_templates_keyed(root: &Path) -> Result<(Tera, String, bool), Vec<Diagnostic>> {
     let mut templates: Vec<(String, String, String)> = DEFAULT_TEMPLATES
         .iter()
         .map(|(n, t)| (n.to_string(), t.to_string(), format!("(built-in) {n}")))
@@ -244,9 +266,12 @@ fn load_templates_keyed(root: &Path) -> Result<(Tera, String), Vec<Diagnostic>> 
     for (name, text) in &pairs {
         key.bytes(name.as_bytes()).bytes(text.as_bytes());
     }
+    let impure = pairs
+        .iter()
+        .any(|(_, text)| IMPURE_FUNCTIONS.iter().any(|f| text.contains(f)));
     tera.add_raw_templates(pairs)
         .map_err(|e| vec![template_error(&e, "templates")])?;
-    Ok((tera, key.finish()))
+    Ok((tera, key.finish(), impure))
 }
 
 /// A Tera error with its whole cause chain (Tera puts the useful part in the sources).

@@ -107,7 +107,7 @@ pub(super) fn render_site(
     if !errors.is_empty() {
         return Err(errors);
     }
-    templates.store().prune();
+    templates.prune();
     timings.lap("pages");
     files.push((PathBuf::from(".nojekyll"), Vec::new()));
     files.push((
