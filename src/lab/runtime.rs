@@ -94,7 +94,7 @@ impl Runtime {
     }
 
     /// The experiments' target directory: `$ATTNBOOK_TARGET_DIR`, else `$CARGO_TARGET_DIR`,
-    /// else [`Runtime::default_target`].
+    /// else the checkout's `target/` or, for the built-in runtime, `<cache>/target`.
     pub fn target_dir(&self) -> PathBuf {
         ["ATTNBOOK_TARGET_DIR", "CARGO_TARGET_DIR"]
             .iter()
