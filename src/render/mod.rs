@@ -218,7 +218,9 @@ pub fn load_templates(root: &Path) -> Result<Tera, Vec<Diagnostic>> {
     load_templates_keyed(root).map(|(tera, _, _)| tera)
 }
 
-/// Tera's functions whose result is not decided by the context.
+/// Tera's functions whose result is not decided by the context (`now` and `get_random` exist
+/// only with Tera's `builtins` feature, which this build leaves out; a template that calls them
+/// fails to render, but the check keeps the store honest if the feature is ever turned on).
 const IMPURE_FUNCTIONS: [&str; 3] = ["now(", "get_random(", "get_env("];
 
 /// The templates, a hash of every name and text among them, and whether any calls one of
