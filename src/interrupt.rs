@@ -8,6 +8,7 @@
 //! happens on SIGTERM (CI cancelling a job, `timeout`) and SIGHUP (a closed terminal).
 
 use std::collections::BTreeSet;
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -31,17 +32,25 @@ pub fn install(kill: fn(&[u32])) {
     let _ = ctrlc::set_handler(move || {
         INTERRUPTED.store(true, Ordering::SeqCst);
         let _critical = CRITICAL.lock();
-        let groups: Vec<u32> = GROUPS
-            .lock()
-            .map(|groups| groups.iter().copied().collect())
-            .unwrap_or_default();
-        kill(&groups);
-        if let Ok(dirs) = STAGING.lock() {
-            for dir in dirs.iter() {
-                let _ = std::fs::remove_dir_all(dir);
+        // Whatever goes wrong in the clean-up (a closed standard error: the parent that read
+        // it was killed first), the process exits: [`wait_if_interrupted`] holds the main
+        // thread until it does, so a handler that died would hang the command for good.
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let groups: Vec<u32> = GROUPS
+                .lock()
+                .map(|groups| groups.iter().copied().collect())
+                .unwrap_or_default();
+            kill(&groups);
+            if let Ok(dirs) = STAGING.lock() {
+                for dir in dirs.iter() {
+                    let _ = std::fs::remove_dir_all(dir);
+                }
             }
-        }
-        eprintln!("\ninterrupted: nothing was written, the previous output is untouched");
+            let _ = writeln!(
+                std::io::stderr(),
+                "\ninterrupted: nothing was written, the previous output is untouched"
+            );
+        }));
         std::process::exit(130);
     });
 }

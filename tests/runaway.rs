@@ -231,6 +231,46 @@ loop {{ std::hint::black_box(0); }}"#
     }
 }
 
+/// The parent that read the build's standard error is gone (killed by `timeout`, a closed
+/// terminal) when the signal comes: the build still cleans up and exits, instead of dying in
+/// its handler and waiting for it for ever (seen: a build orphaned by a killed test hung for
+/// an hour).
+#[test]
+fn sigterm_with_standard_error_closed_still_ends_the_build() {
+    let site = site_with_block(
+        "",
+        r#"std::fs::write("started", "").unwrap();
+loop { std::hint::black_box(0); }"#,
+    );
+    let mut child = Command::new(env!("CARGO_BIN_EXE_attnbook"))
+        .arg("--root")
+        .arg(site.root())
+        .arg("build")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for(&site.path(".attnbook/run/sandbox-a/started"));
+    drop(child.stderr.take());
+    // SAFETY: sending a signal to our own child has no memory-safety preconditions.
+    unsafe {
+        libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
+    }
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > std::time::Duration::from_secs(30) {
+            let _ = child.kill();
+            panic!("the build did not end within 30 s of SIGTERM with its stderr closed");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(130), "{status:?}");
+    assert_no_process_with(&site.root().join(".attnbook/run").display().to_string());
+}
+
 #[test]
 fn one_broken_chapter_gives_one_error_and_the_others_are_kept() {
     let site = site_with_chapter(
