@@ -184,6 +184,28 @@ lab.value("x", 1.0);
     assert!(outputs[1].ends_with(">second"), "{}", outputs[1]);
 }
 
+/// Starts `attnbook build` on `site` (stderr piped, closed first when `close_stderr`), waits
+/// until its experiment has written `started`, and sends it `signal`.
+fn build_then_signal(site: &Site, signal: libc::c_int, close_stderr: bool) -> std::process::Child {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_attnbook"))
+        .arg("--root")
+        .arg(site.root())
+        .arg("build")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for(&site.path(".attnbook/run/sandbox-a/started"));
+    if close_stderr {
+        drop(child.stderr.take());
+    }
+    // SAFETY: sending a signal to our own child has no memory-safety preconditions.
+    unsafe {
+        libc::kill(child.id() as libc::pid_t, signal);
+    }
+    child
+}
+
 #[test]
 fn sigterm_and_sighup_stop_the_build_and_everything_it_started() {
     for (signal, name) in [(libc::SIGTERM, "TERM"), (libc::SIGHUP, "HUP")] {
@@ -203,19 +225,7 @@ loop {{ std::hint::black_box(0); }}"#
         std::fs::create_dir_all(site.path("public")).unwrap();
         site.write("public/index.html", "earlier site");
         site.write("public/.attnbook-output", "written by attnbook\n");
-        let child = Command::new(env!("CARGO_BIN_EXE_attnbook"))
-            .arg("--root")
-            .arg(site.root())
-            .arg("build")
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        wait_for(&site.path(".attnbook/run/sandbox-a/started"));
-        // SAFETY: sending a signal to our own child has no memory-safety preconditions.
-        unsafe {
-            libc::kill(child.id() as libc::pid_t, signal);
-        }
+        let child = build_then_signal(&site, signal, false);
         let output = child.wait_with_output().unwrap();
         assert_eq!(
             output.status.code(),
@@ -242,20 +252,7 @@ fn sigterm_with_standard_error_closed_still_ends_the_build() {
         r#"std::fs::write("started", "").unwrap();
 loop { std::hint::black_box(0); }"#,
     );
-    let mut child = Command::new(env!("CARGO_BIN_EXE_attnbook"))
-        .arg("--root")
-        .arg(site.root())
-        .arg("build")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    wait_for(&site.path(".attnbook/run/sandbox-a/started"));
-    drop(child.stderr.take());
-    // SAFETY: sending a signal to our own child has no memory-safety preconditions.
-    unsafe {
-        libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
-    }
+    let mut child = build_then_signal(&site, libc::SIGTERM, true);
     let started = std::time::Instant::now();
     let status = loop {
         if let Some(status) = child.try_wait().unwrap() {

@@ -103,12 +103,13 @@ pub fn page(
             key
         })
         .collect();
+    let slugs: HashSet<&str> = series.chapters.iter().map(|c| c.slug.as_str()).collect();
     let mut context = PageContext::new();
+    let chapter_slugs = &slugs;
     context.insert_with(
         "chapters",
         &(&keys, &site.base_path),
         move || -> Vec<PrintChapter<'_>> {
-            let slugs: HashSet<&str> = series.chapters.iter().map(|c| c.slug.as_str()).collect();
             series
                 .chapters
                 .par_iter()
@@ -120,7 +121,7 @@ pub fn page(
                             &Scope {
                                 slug: &c.slug,
                                 base_path: &base_path,
-                                chapters: &slugs,
+                                chapters: chapter_slugs,
                             },
                         )
                     };
@@ -151,7 +152,6 @@ pub fn page(
     );
     // The intro's links to chapter pages become anchors here too; its ids get the empty
     // slug's prefix (`--id`), which no chapter's can have.
-    let slugs: HashSet<&str> = series.chapters.iter().map(|c| c.slug.as_str()).collect();
     let intro_scope = Scope {
         slug: "",
         base_path: &site.base_path,
