@@ -11,6 +11,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+mod common;
+use common::copy_series;
+
 /// Every file under `dir`, by relative path.
 fn tree(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
     walkdir::WalkDir::new(dir)
@@ -22,42 +25,6 @@ fn tree(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
             (rel, std::fs::read(e.path()).unwrap())
         })
         .collect()
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    for entry in walkdir::WalkDir::new(from) {
-        let entry = entry.unwrap();
-        let target = to.join(entry.path().strip_prefix(from).unwrap());
-        if entry.file_type().is_dir() {
-            std::fs::create_dir_all(&target).unwrap();
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
-}
-
-/// The series as a fresh clone has it, with the experiments' results of an earlier build of
-/// this checkout if there was one, and no render cache.
-fn copy_series(to: &Path) {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    for dir in ["content", "templates", "static"] {
-        if root.join(dir).is_dir() {
-            copy_dir(&root.join(dir), &to.join(dir));
-        }
-    }
-    std::fs::copy(root.join("site.toml"), to.join("site.toml")).unwrap();
-    let cache = root.join(".attnbook/cache");
-    if cache.is_dir() {
-        for entry in std::fs::read_dir(&cache).unwrap() {
-            let entry = entry.unwrap();
-            if entry.file_name() != "render" && entry.file_type().unwrap().is_dir() {
-                copy_dir(
-                    &entry.path(),
-                    &to.join(".attnbook/cache").join(entry.file_name()),
-                );
-            }
-        }
-    }
 }
 
 /// `attnbook build --out OUT` in `site`: the files it wrote.

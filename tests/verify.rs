@@ -162,6 +162,28 @@ fn verify_named_chapters_reruns_only_what_they_read() {
     assert!(!run.stderr.contains("broken"), "{}", run.stderr);
 }
 
+/// A chapter read only through a relative bound or a claim's rule is rerun too, and so is a
+/// chapter that one reads in turn: `verify third` reads `second/`'s values in a bound, and
+/// `second` quotes `first/sum`.
+#[test]
+fn verify_named_chapters_follows_bounds_claims_and_their_chapters() {
+    let site = Site::fixture("basic");
+    site.write(
+        "content/02-second.md",
+        "+++\ntitle = \"第二篇\"\nnumber = 2\n+++\n\n```rust,experiment\nlab.value(\"two\", 2.0);\n```\n\n引用上一篇的值：[1.0]{=first/sum ±1e-12}。\n",
+    );
+    site.write(
+        "content/03-third.md",
+        "+++\ntitle = \"第三篇\"\nnumber = 3\n+++\n\n```rust,experiment\nlab.value(\"three\", 3.0);\n```\n\n[3]{=three > second/two}，[比一大]{? second/two > 1}。\n",
+    );
+    for chapter in ["third", "content/03-third.md"] {
+        let run = site.run(&["verify", chapter]);
+        assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+        assert!(run.stdout.contains("1 quotes"), "{}", run.stdout);
+        assert!(run.stdout.contains("1 claims"), "{}", run.stdout);
+    }
+}
+
 #[test]
 fn fix_refreshes_a_band_quote_number_and_never_its_band() {
     let site = Site::fixture("quotes");

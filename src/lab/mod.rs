@@ -649,15 +649,18 @@ fn run_all(
         .collect()
 }
 
-/// Whether a chapter measures time: a block calls `lab.bench` or reads the clock with
-/// `Instant`. Such chapters run alone (see [`run_all`]), since a timing taken while another
+/// What a block calls to measure time: `lab.bench`, the wall clock, the thread's CPU clock.
+const TIMING_CALLS: [&str; 3] = [".bench(", "Instant::", "thread_cpu_time("];
+
+/// Whether a chapter measures time: a block calls `lab.bench` or reads a clock
+/// ([`TIMING_CALLS`]). Such chapters run alone (see [`run_all`]), since a timing taken while another
 /// chapter's experiments compete for the cores says little about the code it times.
 fn times_itself(chapter: &Parsed) -> bool {
     chapter.doc.experiments.iter().any(|block| {
         block
             .lines
             .iter()
-            .any(|line| line.code.contains(".bench(") || line.code.contains("Instant::"))
+            .any(|line| TIMING_CALLS.iter().any(|call| line.code.contains(call)))
     })
 }
 
@@ -960,6 +963,9 @@ mod tests {
         )));
         assert!(times_itself(&chapter_with(
             "# let t0 = std::time::Instant::now();"
+        )));
+        assert!(times_itself(&chapter_with(
+            "# let cpu = || thread_cpu_time().as_secs_f64();"
         )));
         assert!(!times_itself(&chapter_with("lab.value(\"x\", 1.0);")));
     }

@@ -166,6 +166,15 @@ pub struct Doc {
 }
 
 impl Doc {
+    /// Every value name the text reads: its quotes' names, the names in their relative
+    /// bounds, and the names in its claims' rules (`other/name` for another chapter's).
+    pub fn value_names_read(&self) -> impl Iterator<Item = &str> {
+        let quotes = self.quotes.iter().flat_map(|q| {
+            std::iter::once(q.name.as_str()).chain(q.relation.iter().flat_map(|r| r.rhs.names()))
+        });
+        quotes.chain(self.claims.iter().flat_map(|c| c.expr.names()))
+    }
+
     /// Labels of the labelled display equations, in order (their numbers are positions + 1).
     pub fn equation_labels(&self) -> Vec<&str> {
         self.maths

@@ -67,18 +67,26 @@ fn is_named(wanted: &[String], slug: &str, path: &Path) -> bool {
             .any(|c| c == slug || Path::new(c) == path || path.ends_with(c))
 }
 
-/// The slugs of the named chapters and of every chapter a quote of theirs reads.
+/// The slugs of the named chapters and of every chapter whose values they read, directly or
+/// through another such chapter (a quote's name or bound, a claim's rule: `other/name`).
 fn needed_chapters(series: &Series<Parsed>, wanted: &[String]) -> BTreeSet<String> {
     let mut needed = BTreeSet::new();
-    for chapter in series
+    let mut todo: Vec<&str> = series
         .chapters
         .iter()
         .filter(|c| is_named(wanted, &c.slug, &c.path))
-    {
-        needed.insert(chapter.slug.clone());
-        for quote in &chapter.doc.quotes {
-            if let Some((other, _)) = quote.name.split_once('/') {
-                needed.insert(other.to_string());
+        .map(|c| c.slug.as_str())
+        .collect();
+    while let Some(slug) = todo.pop() {
+        if !needed.insert(slug.to_string()) {
+            continue;
+        }
+        let Some(chapter) = series.chapters.iter().find(|c| c.slug == slug) else {
+            continue;
+        };
+        for name in chapter.doc.value_names_read() {
+            if let Some((other, _)) = name.split_once('/') {
+                todo.push(other);
             }
         }
     }

@@ -127,3 +127,28 @@ fn copy_dir(src: &Path, dst: &Path) {
         }
     }
 }
+
+/// The series as a fresh clone has it (`content/`, `templates/`, `static/`, `site.toml`), with
+/// the experiments' results of an earlier build of this checkout if there was one (`.ci/run`
+/// builds the series before the tests) and no render cache.
+pub(crate) fn copy_series(to: &Path) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for dir in ["content", "templates", "static"] {
+        if root.join(dir).is_dir() {
+            copy_dir(&root.join(dir), &to.join(dir));
+        }
+    }
+    std::fs::copy(root.join("site.toml"), to.join("site.toml")).expect("copy site.toml");
+    let cache = root.join(".attnbook/cache");
+    if cache.is_dir() {
+        for entry in std::fs::read_dir(&cache).expect("read the cache") {
+            let entry = entry.expect("cache entry");
+            if entry.file_name() != "render" && entry.file_type().expect("file type").is_dir() {
+                copy_dir(
+                    &entry.path(),
+                    &to.join(".attnbook/cache").join(entry.file_name()),
+                );
+            }
+        }
+    }
+}

@@ -27,6 +27,7 @@ mod stats;
 mod value;
 
 pub use alloc::{live_bytes, peak_alloc};
+pub use bench::thread_cpu_time;
 pub use context::{Lab, Run, TableCaption};
 pub use random::RandnShape;
 pub use runner::{ChapterFn, run_chapter, run_main, run_standalone};

@@ -20,4 +20,4 @@ pub use plotters::style::Color as _;
 
 pub use crate::chart::{Area, Bar, Chart, ChartResult, Custom, Heatmap, Line, Panels, theme};
 pub use crate::fmt::{fmt_cell, group_thousands};
-pub use crate::{IntoValue, Lab, RandnShape, Run, peak_alloc};
+pub use crate::{IntoValue, Lab, RandnShape, Run, peak_alloc, thread_cpu_time};
