@@ -14,7 +14,7 @@ use crate::markdown::claim::{Expr, Func, Op};
 use super::{Source, ValueIndex, source_text};
 
 /// A claim's verdict on the rerun.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct ClaimBinding {
     /// The rule as written.
     pub rule: String,

@@ -63,7 +63,7 @@ impl AsRef<Bound> for Bound {
 }
 
 /// Whether a quote agrees with the rerun.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub enum Status {
     /// Within tolerance.
     Ok,
@@ -74,7 +74,7 @@ pub enum Status {
 }
 
 /// A quote bound to its rerun value.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Binding {
     /// The value name.
     pub name: String,
@@ -95,7 +95,7 @@ pub struct Binding {
 }
 
 /// Where a value was recorded: the line of its `lab.value` call in a chapter's Markdown.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Source {
     /// The slug of the chapter whose block recorded it.
     pub chapter: String,
@@ -167,11 +167,11 @@ impl ValueIndex {
             "^{}$",
             local
                 .split('*')
-                .map(regex::escape)
+                .map(regex_lite::escape)
                 .collect::<Vec<_>>()
                 .join("([^.]+)")
         );
-        let regex = regex::Regex::new(&regex).map_err(|e| Diagnostic::error(e.to_string()))?;
+        let regex = regex_lite::Regex::new(&regex).map_err(|e| Diagnostic::error(e.to_string()))?;
         // Only the names that start with the pattern's literal prefix can match: a range of
         // the sorted map, not a scan of every value the chapter recorded.
         let prefix = local.split('*').next().unwrap_or_default();

@@ -148,12 +148,16 @@ impl Templates {
 
     /// The page `name` renders with `context`, with the characters no page may hold removed
     /// ([`crate::text::sanitize`]), from the store when it holds it.
-    pub fn render(&self, name: &str, context: PageContext<'_>) -> Result<Vec<u8>, Diagnostic> {
+    pub fn render(
+        &self,
+        name: &str,
+        context: PageContext<'_>,
+    ) -> Result<cache::Output, Diagnostic> {
         let PageContext { mut key, fill } = context;
         key.bytes(cache::binary_identity().as_bytes())
             .bytes(self.fingerprint.as_bytes())
             .bytes(name.as_bytes());
-        self.store.get_or_make(&key.finish(), || {
+        self.store.output_or_make(&key.finish(), || {
             let mut context = tera::Context::new();
             for insert in fill {
                 insert(&mut context);
@@ -541,7 +545,7 @@ pub fn chapter_page<'a>(
     values: &crate::quotes::ValueIndex,
     related: &taxonomy::Related,
     index: usize,
-) -> Result<Vec<u8>, Diagnostic> {
+) -> Result<cache::Output, Diagnostic> {
     let chapter = &series.chapters[index];
     let site = SiteView::new(&series.config);
     let base = site.base_path.clone();
@@ -596,7 +600,7 @@ pub fn index_page(
     templates: &Templates,
     series: &Series<Page>,
     intro_html: &str,
-) -> Result<Vec<u8>, Diagnostic> {
+) -> Result<cache::Output, Diagnostic> {
     let site = SiteView::new(&series.config);
     let chapters: Vec<ChapterView<'_>> = series
         .chapters
@@ -624,7 +628,10 @@ fn site_meta(site: &SiteView<'_>, title: String, url: String) -> MetaView {
 }
 
 /// Renders `404.html`.
-pub fn not_found_page(templates: &Templates, series: &Series<Page>) -> Result<Vec<u8>, Diagnostic> {
+pub fn not_found_page(
+    templates: &Templates,
+    series: &Series<Page>,
+) -> Result<cache::Output, Diagnostic> {
     let site = SiteView::new(&series.config);
     let mut context = PageContext::new();
     context.insert(
@@ -646,7 +653,7 @@ pub fn feed(
     templates: &Templates,
     series: &Series<Page>,
     template: &str,
-) -> Result<Vec<u8>, Diagnostic> {
+) -> Result<cache::Output, Diagnostic> {
     let site = SiteView::new(&series.config);
     let with_appendices = template != "atom.xml";
     let mut chapters: Vec<ChapterView<'_>> = series

@@ -69,7 +69,7 @@ pub fn page(
     templates: &Templates,
     series: &Series<Page>,
     intro_html: &str,
-) -> Result<Vec<u8>, Diagnostic> {
+) -> Result<super::cache::Output, Diagnostic> {
     let site = SiteView::new(&series.config);
     let keys: Vec<PrintKey<'_>> = series
         .chapters

@@ -205,7 +205,7 @@ fn shared(a: &[u32], b: &[u32]) -> usize {
 pub fn pages(
     templates: &Templates,
     series: &Series<Page>,
-) -> Result<Vec<(PathBuf, Vec<u8>)>, Diagnostic> {
+) -> Result<Vec<(PathBuf, super::cache::Output)>, Diagnostic> {
     let site = SiteView::new(&series.config);
     let mut files = Vec::new();
     for kind in [Kind::Tag, Kind::Category] {

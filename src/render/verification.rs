@@ -68,7 +68,10 @@ struct Totals {
 }
 
 /// Renders the verification page of a bound series.
-pub fn page(templates: &Templates, series: &Series<Page>) -> Result<Vec<u8>, Diagnostic> {
+pub fn page(
+    templates: &Templates,
+    series: &Series<Page>,
+) -> Result<super::cache::Output, Diagnostic> {
     let site = SiteView::new(&series.config);
     let mut totals = Totals::default();
     let chapters: Vec<ChapterRows<'_>> = series

@@ -14,7 +14,7 @@ use crate::markdown::{Doc, Piece, PlacementKind};
 use crate::render::chapter_url;
 
 /// A reference ready to print: its text (`图 3`, `第 2 篇图 3`, `式 (1)`) and link.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Resolved {
     /// What the page shows.
     pub text: String,

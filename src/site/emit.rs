@@ -2,7 +2,7 @@
 
 use include_dir::{Dir, include_dir};
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -13,6 +13,7 @@ use crate::diagnostic::Diagnostic;
 use crate::quotes;
 use crate::render;
 use crate::render::Page;
+use crate::render::cache::Output;
 
 /// Default static assets (CSS, JS, KaTeX CSS and fonts), embedded so any site looks right.
 static DEFAULT_STATIC: Dir<'_> = include_dir!("$CARGO_MANIFEST_DIR/static");
@@ -20,8 +21,9 @@ static DEFAULT_STATIC: Dir<'_> = include_dir!("$CARGO_MANIFEST_DIR/static");
 /// The directory of the built-in `static/` that holds the series' diagrams, not site defaults.
 const SERIES_DIAGRAMS: &str = "figures";
 
-/// Every output file as `(relative path, bytes)`.
-pub(super) type Files = Vec<(PathBuf, Vec<u8>)>;
+/// Every output file as `(relative path, bytes)`; a stored page's bytes are read only if
+/// they must be written.
+pub(super) type Files = Vec<(PathBuf, Output)>;
 
 pub(super) fn render_site(
     series: &Series<Page>,
@@ -109,20 +111,20 @@ pub(super) fn render_site(
     }
     templates.prune();
     timings.lap("pages");
-    files.push((PathBuf::from(".nojekyll"), Vec::new()));
+    files.push((PathBuf::from(".nojekyll"), Vec::new().into()));
     files.push((
         PathBuf::from(super::output::MARKER),
-        super::output::MARKER_TEXT.into(),
+        Vec::from(super::output::MARKER_TEXT).into(),
     ));
     let robots = format!(
         "User-agent: *\nAllow: /\nSitemap: {}sitemap.xml\n",
         series.config.base_url_slash()
     );
-    files.push((PathBuf::from("robots.txt"), robots.into_bytes()));
+    files.push((PathBuf::from("robots.txt"), robots.into_bytes().into()));
     if series.config.highlight.enabled {
         files.push((
             PathBuf::from("highlight.css"),
-            render::highlight::stylesheet().into_bytes(),
+            render::highlight::stylesheet().into_bytes().into(),
         ));
     }
     static_files(&series.root, &mut files).map_err(|e| vec![e])?;
@@ -134,7 +136,7 @@ pub(super) fn render_site(
 fn static_files(root: &Path, files: &mut Files) -> Result<(), Diagnostic> {
     let mut add = |rel: PathBuf, bytes: Vec<u8>| {
         files.retain(|(p, _)| *p != rel);
-        files.push((rel, bytes));
+        files.push((rel, bytes.into()));
     };
     let mut stack = vec![&DEFAULT_STATIC];
     while let Some(dir) = stack.pop() {
@@ -214,18 +216,40 @@ pub(super) fn write_site(
         let _ = std::fs::remove_dir_all(staging.path());
         std::fs::create_dir_all(staging.path()).map_err(|e| io("stage output next to", e))?;
     }
+    let keys = spare.and_then(Path::parent).map(|dir| dir.join(KEYS_DIR));
+    let recorded = keys
+        .as_deref()
+        .map(|dir| Manifest::load(dir, staging.path()))
+        .unwrap_or_default();
+    let mut written = Manifest::default();
     let count = files.len();
-    for (rel, bytes) in files {
-        let path = staging.path().join(rel);
+    for (rel, output) in files {
+        let path = staging.path().join(&rel);
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).map_err(|e| io("write", e))?;
         }
-        // A recycled tree mostly holds these very bytes already: reading and comparing them
-        // costs a fraction of rewriting them (the series' 33 MB, mostly the print page and
-        // the feed, took 100-300 ms to rewrite here), and the file is then left as it is.
-        if !holds(&path, &bytes) {
-            std::fs::write(&path, bytes).map_err(|e| io("write", e))?;
+        let key = output.key().map(str::to_owned);
+        // A recycled tree mostly holds these very bytes already. A stored page written into
+        // it by an earlier build and untouched since is known by its key: it is neither read
+        // from the store nor compared (30 MB each way for the series). Anything else is read
+        // and compared, which costs a fraction of rewriting it (the series' 33 MB, mostly the
+        // print page and the feed, took 100-300 ms to rewrite here), and is written only if
+        // it differs.
+        let known = key
+            .as_deref()
+            .is_some_and(|key| recorded.holds(&rel, key, &path));
+        if !known {
+            let bytes = output.into_bytes().map_err(|e| io("write", e))?;
+            if !holds(&path, &bytes) {
+                std::fs::write(&path, bytes).map_err(|e| io("write", e))?;
+            }
         }
+        if let Some(entry) = key.and_then(|key| Entry::of(&path, key)) {
+            written.files.insert(rel, entry);
+        }
+    }
+    if let Some(dir) = &keys {
+        written.save(dir, staging.path());
     }
     let staged = staging.keep();
     timings.lap("write");
@@ -258,8 +282,96 @@ pub(super) fn write_site(
             let _ = std::fs::remove_dir_all(&old);
         }
     }
+    if let Some(dir) = &keys {
+        Manifest::tidy(dir, &[out, spare.unwrap_or(out)]);
+    }
     timings.lap("keep or remove old output");
     Ok(count)
+}
+
+/// Where, beside the spare output, the keys of the pages in each output tree are kept.
+const KEYS_DIR: &str = "output-keys";
+
+/// What an output tree holds: for each file written from a stored page, the page's key and
+/// the file as it was left (length, modification time, inode). Kept per tree (by the tree's
+/// own inode, which the swaps' renames preserve) in `.attnbook/output-keys/`; a file that no
+/// longer matches what was recorded (edited, replaced, touched) is read and compared again.
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
+struct Manifest {
+    files: HashMap<PathBuf, Entry>,
+}
+
+#[derive(Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+struct Entry {
+    key: String,
+    len: u64,
+    modified_ns: i64,
+    modified_s: i64,
+    inode: u64,
+}
+
+impl Entry {
+    /// The file at `path` as it is now, holding the page stored under `key`.
+    fn of(path: &Path, key: String) -> Option<Entry> {
+        let meta = std::fs::symlink_metadata(path).ok()?;
+        Some(Entry {
+            key,
+            len: meta.len(),
+            modified_ns: meta.mtime_nsec(),
+            modified_s: meta.mtime(),
+            inode: meta.ino(),
+        })
+    }
+}
+
+impl Manifest {
+    /// The manifest's file for the tree at `tree`: named by the tree's device and inode.
+    fn file(dir: &Path, tree: &Path) -> Option<PathBuf> {
+        let meta = std::fs::metadata(tree).ok()?;
+        Some(dir.join(format!("{}-{}.json", meta.dev(), meta.ino())))
+    }
+
+    fn load(dir: &Path, tree: &Path) -> Manifest {
+        Manifest::file(dir, tree)
+            .and_then(|file| std::fs::read(file).ok())
+            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+            .unwrap_or_default()
+    }
+
+    fn save(&self, dir: &Path, tree: &Path) {
+        let Some(file) = Manifest::file(dir, tree) else {
+            return;
+        };
+        let _ = std::fs::create_dir_all(dir);
+        if let Ok(json) = serde_json::to_vec(self) {
+            let _ = std::fs::write(file, json);
+        }
+    }
+
+    /// True if `path` (at `rel` in the tree) is still the file written from the page stored
+    /// under `key`.
+    fn holds(&self, rel: &Path, key: &str, path: &Path) -> bool {
+        self.files.get(rel).is_some_and(|recorded| {
+            recorded.key == key
+                && Entry::of(path, key.to_string()).is_some_and(|now| now == *recorded)
+        })
+    }
+
+    /// Removes the manifests of every tree but `trees`.
+    fn tidy(dir: &Path, trees: &[&Path]) {
+        let keep: Vec<PathBuf> = trees
+            .iter()
+            .filter_map(|tree| Manifest::file(dir, tree))
+            .collect();
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries.filter_map(Result::ok) {
+            if !keep.contains(&entry.path()) {
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
+    }
 }
 
 /// True if the regular file at `path` holds exactly `bytes` (pruning left only regular files
@@ -335,8 +447,8 @@ mod tests {
             "./index.html",
         ] {
             let files = vec![
-                (PathBuf::from("index.html"), b"index".to_vec()),
-                (PathBuf::from(bad), b"bad".to_vec()),
+                (PathBuf::from("index.html"), b"index".to_vec().into()),
+                (PathBuf::from(bad), b"bad".to_vec().into()),
             ];
             let result = write_site(&out, None, files, &mut super::super::Timings::new());
             let errors = result.expect_err(bad);
@@ -345,8 +457,8 @@ mod tests {
             assert!(!out.exists(), "{bad}: nothing is staged");
         }
         let twice = vec![
-            (PathBuf::from("tags/index.html"), b"chapter".to_vec()),
-            (PathBuf::from("tags/index.html"), b"tags".to_vec()),
+            (PathBuf::from("tags/index.html"), b"chapter".to_vec().into()),
+            (PathBuf::from("tags/index.html"), b"tags".to_vec().into()),
         ];
         let errors = write_site(&out, None, twice, &mut super::super::Timings::new())
             .expect_err("a path given twice");
@@ -404,10 +516,13 @@ mod tests {
         std::fs::write(spare.join("shorter.html"), "a longer old text").unwrap();
         let inode = std::fs::metadata(spare.join("same.html")).unwrap().ino();
         let files = vec![
-            (PathBuf::from("same.html"), b"kept bytes".to_vec()),
-            (PathBuf::from("a/edited.html"), b"new text!!".to_vec()),
-            (PathBuf::from("shorter.html"), b"short".to_vec()),
-            (PathBuf::from("fresh.html"), b"fresh".to_vec()),
+            (PathBuf::from("same.html"), b"kept bytes".to_vec().into()),
+            (
+                PathBuf::from("a/edited.html"),
+                b"new text!!".to_vec().into(),
+            ),
+            (PathBuf::from("shorter.html"), b"short".to_vec().into()),
+            (PathBuf::from("fresh.html"), b"fresh".to_vec().into()),
         ];
         write_site(&out, Some(&spare), files, &mut super::super::Timings::new()).unwrap();
         assert_eq!(std::fs::read(out.join("same.html")).unwrap(), b"kept bytes");
@@ -427,6 +542,51 @@ mod tests {
         );
     }
 
+    /// A stored page that a recycled tree got from an earlier build and still holds untouched
+    /// is neither read from the store nor compared; one whose file changed since is written
+    /// again from the page's bytes.
+    #[test]
+    fn a_page_the_recycled_tree_holds_untouched_is_not_read_again() {
+        let parent = tempfile::tempdir().unwrap();
+        let out = parent.path().join("out");
+        let spare = parent.path().join(".attnbook/spare-output");
+        let made = || Output::Made {
+            bytes: b"page".to_vec(),
+            key: Some("k1".into()),
+        };
+        let build = |output: Output| {
+            let files = vec![(PathBuf::from("p/index.html"), output)];
+            write_site(&out, Some(&spare), files, &mut super::super::Timings::new())
+        };
+        // Two builds: the first one's tree becomes the spare, with its manifest.
+        build(made()).unwrap();
+        build(made()).unwrap();
+        // The page's bytes are not there to read: had the write needed them, it would fail.
+        let gone = Output::Kept {
+            key: "k1".into(),
+            path: parent.path().join("no-such-blob"),
+            len: 4,
+        };
+        build(gone).unwrap();
+        assert_eq!(std::fs::read(out.join("p/index.html")).unwrap(), b"page");
+        // The tree recycled next is the second build's: edit its file (same length).
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::fs::write(spare.join("p/index.html"), "PAGE").unwrap();
+        let gone = Output::Kept {
+            key: "k1".into(),
+            path: parent.path().join("no-such-blob"),
+            len: 4,
+        };
+        assert!(build(gone).is_err(), "an edited file was trusted");
+        build(made()).unwrap();
+        assert_eq!(std::fs::read(out.join("p/index.html")).unwrap(), b"page");
+        // One manifest per tree: the output's and the spare's.
+        assert_eq!(
+            listing(&parent.path().join(".attnbook/output-keys")).len(),
+            2
+        );
+    }
+
     #[test]
     fn a_failed_swap_leaves_no_staging_directory() {
         let parent = tempfile::tempdir().unwrap();
@@ -435,7 +595,7 @@ mod tests {
         std::fs::write(out.join("kept.html"), "old").unwrap();
         // `out/.` exists, but a directory cannot be renamed by a path ending in `.`: the swap
         // fails after the staging directory was written.
-        let files = vec![(PathBuf::from("index.html"), b"new".to_vec())];
+        let files = vec![(PathBuf::from("index.html"), b"new".to_vec().into())];
         let result = write_site(
             &out.join("."),
             None,

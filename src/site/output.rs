@@ -103,7 +103,7 @@ fn made_by_attnbook(dir: &Path) -> bool {
 /// (absolute, empty, or with a `.` or `..` component) or that is given twice. Every path comes
 /// from the site's own code, but names in it come from the input (slugs, tags, static files):
 /// this is the last check before anything is written, whatever an earlier one missed.
-pub(crate) fn check_paths(files: &[(PathBuf, Vec<u8>)]) -> Result<(), Vec<Diagnostic>> {
+pub(crate) fn check_paths<T>(files: &[(PathBuf, T)]) -> Result<(), Vec<Diagnostic>> {
     let mut seen = std::collections::HashSet::new();
     let mut problems = Vec::new();
     for (rel, _) in files {
