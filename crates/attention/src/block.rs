@@ -5,7 +5,8 @@
 //! Each layer puts its layer normalisations in one of two places ([`Norm`]):
 //!
 //! - [`Norm::Post`], as in the original Transformer: `x <- LayerNorm(x + Sublayer(x))`;
-//! - [`Norm::Pre`], as in most models since (Xiong et al. 2020):
+//! - [`Norm::Pre`], as in most models since (analysed by Xiong et al. 2020, who did not
+//!   introduce it):
 //!   `x <- x + Sublayer(LayerNorm(x))`. A pre-LN stack needs one more [`LayerNorm`] after
 //!   its last layer; the layers here do not add it.
 //!
@@ -360,8 +361,8 @@ impl FeedForward {
 pub enum Norm {
     /// `x <- LayerNorm(x + Sublayer(x))` (Vaswani et al. 2017).
     Post,
-    /// `x <- x + Sublayer(LayerNorm(x))` (Xiong et al. 2020); the stack ends with one more
-    /// [`LayerNorm`].
+    /// `x <- x + Sublayer(LayerNorm(x))` (analysed by Xiong et al. 2020); the stack ends with
+    /// one more [`LayerNorm`].
     Pre,
 }
 

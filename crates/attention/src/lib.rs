@@ -141,6 +141,7 @@ pub use train::reorder::{
 };
 pub use train::seq2seq::{Context, Seq2Seq, Seq2SeqConfig, Translation};
 pub use train::task::{Batch, Reversal};
+pub use train::transformer::{DecoderBlock, EncoderBlock, Transformer, TransformerConfig};
 
 /// Half-precision floats (`half::f16`), for the experiments on masking in `f16`.
 pub use half;

@@ -4,7 +4,8 @@
 //!
 //! - A small Transformer: layers with hand-written backward passes ([`nn`]), where positions
 //!   enter ([`positions`]), a one-layer encoder-decoder ([`model`]) and the reversal task with
-//!   a held-out split ([`task`]).
+//!   a held-out split ([`task`]); the whole model with `N` layers per side, scaled
+//!   embeddings and a tied output projection, post-LN or pre-LN ([`transformer`]).
 //! - The RNN encoder-decoder of Bahdanau et al.: the GRU with backpropagation through time
 //!   ([`gru`]), additive attention over a batch of annotations ([`bahdanau`]), the model with
 //!   attention or with the fixed-vector context ([`seq2seq`]), and a translation task with
@@ -22,3 +23,4 @@ pub(crate) mod positions;
 pub(crate) mod reorder;
 pub(crate) mod seq2seq;
 pub(crate) mod task;
+pub(crate) mod transformer;
