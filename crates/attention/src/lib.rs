@@ -26,7 +26,8 @@
 //!     translation with additive attention or the fixed-vector context ([`Seq2Seq`], [`Gru`])
 //!     on a reordering translation task scored by sentence length ([`Reordering`]).
 //! 12. `kv_cache` - decoding token by token: [`KvCache`], [`cached_attention_step`] (MHA/GQA/MQA).
-//! 13. `positions` - positions in queries, keys and scores: [`rope`] (RoPE), [`alibi_bias`] (ALiBi).
+//! 13. `positions` - positions in queries, keys and scores: [`rope`] (RoPE) and
+//!     [`rope_interpolated`] (position interpolation), [`alibi_bias`] (ALiBi).
 //! 14. `batched` - the same attention on `(B, h, n, d_k)` tensors: heads split and merged with a
 //!     batch axis, padding and causal masks that broadcast ([`multi_head_batched`]), and masking
 //!     in half precision ([`masked_softmax_f16`]).
@@ -37,7 +38,8 @@
 //! - `fused` - one query's scores and softmax in one pass ([`dot_softmax`],
 //!   [`scaled_dot_softmax`], [`Additive::softmax_precomputed`]): a decoder step.
 //! - `flash` - [`flash_attention`] for long sequences, in `f32` or `f64` ([`Float`]): tiled,
-//!   with an online softmax, never forming the `n x n` weights.
+//!   with an online softmax, never forming the `n x n` weights; and its backward pass
+//!   ([`flash_attention_backward`]), which recomputes the weights from one number per row.
 //! - `simd`, `float` - underneath both: SIMD registers picked at run time (AVX-512, AVX2 or
 //!   portable code) and an `exp` and `tanh` that vectorise.
 //!
@@ -97,7 +99,10 @@ pub use block::{
 };
 pub use coverage::{Coverage, coverage_penalty};
 pub use error::AttentionError;
-pub use flash::{flash_attention, flash_attention_threads};
+pub use flash::{
+    FlashGrads, flash_attention, flash_attention_backward, flash_attention_lse,
+    flash_attention_threads,
+};
 pub use float::Float;
 pub use fused::{dot_softmax, scaled_dot_softmax};
 pub use grad::{AdditiveGrads, GeneralGrads, general_scores_backward, softmax_backward};
@@ -115,7 +120,8 @@ pub use mask::{causal_mask, combine_masks, padding_mask};
 pub use metrics::{argmax, entropy, kl_divergence};
 pub use multihead::{MultiHead, MultiHeadOutput, concat_heads, split_heads};
 pub use positions::{
-    ROPE_BASE, alibi_bias, alibi_slopes, relative_index, rope, rope_inverse, try_rope,
+    ROPE_BASE, alibi_bias, alibi_slopes, relative_index, rope, rope_interpolated, rope_inverse,
+    try_rope,
 };
 pub use scores::{Concat, dot_scores, general_scores, scaled_dot_scores};
 pub use simd::{PORTABLE_ENV, kernel_level};

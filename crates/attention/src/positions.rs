@@ -72,6 +72,35 @@ pub fn rope_inverse(x: &Array2<f64>, positions: &[usize]) -> Array2<f64> {
     rotate(x, positions.iter().map(|&p| -(p as f64)))
 }
 
+/// [`rope`] with position interpolation (Chen et al. 2023): position `p` is rotated as if it
+/// were `p * scale`. To run a model trained on `L` positions on `L' > L`, take
+/// `scale = L / L'`: every position of the longer sequence then falls inside `[0, L)`, the
+/// range of angles the model was trained on, instead of beyond it. `scale = 1` is [`rope`].
+///
+/// ```
+/// use attention::{rope, rope_interpolated};
+/// use ndarray::array;
+///
+/// let x = array![[1.0, 0.0, 0.5, 2.0]];
+/// let half = rope_interpolated(&x, &[6], 0.5);
+/// assert!((half - rope(&x, &[3])).iter().all(|d| d.abs() < 1e-12)); // 6 * 0.5 = 3
+/// ```
+///
+/// # Panics
+///
+/// As [`rope`], and if `scale` is not a finite number.
+#[track_caller]
+pub fn rope_interpolated(x: &Array2<f64>, positions: &[usize], scale: f64) -> Array2<f64> {
+    if let Err(e) = check_rope(x, positions.len(), "rope_interpolated") {
+        panic!("rope_interpolated: {e}");
+    }
+    assert!(
+        scale.is_finite(),
+        "rope_interpolated: scale {scale} is not a finite number"
+    );
+    rotate(x, positions.iter().map(|&p| p as f64 * scale))
+}
+
 fn check_rope(x: &Array2<f64>, rows: usize, op: &'static str) -> Result<(), AttentionError> {
     if !x.ncols().is_multiple_of(2) || x.nrows() != rows {
         return Err(AttentionError::ShapeMismatch {
@@ -213,6 +242,31 @@ mod tests {
         let y = rope(&x, &[1]);
         assert!((y[[0, 0]] - 1f64.cos()).abs() < 1e-15);
         assert!((y[[0, 1]] - 1f64.sin()).abs() < 1e-15);
+    }
+
+    #[test]
+    fn interpolated_rope_rotates_by_the_scaled_position() {
+        let x = randn2(3, 8, &mut StdRng::seed_from_u64(3));
+        assert_eq!(rope_interpolated(&x, &[0, 5, 9], 1.0), rope(&x, &[0, 5, 9]));
+        let quarter = rope_interpolated(&x, &[0, 8, 20], 0.25);
+        assert!(
+            (quarter - rope(&x, &[0, 2, 5]))
+                .iter()
+                .all(|d| d.abs() < 1e-12)
+        );
+        // A half-way position lies between its neighbours: the lowest frequency's angle
+        // (last pair) is the mean of theirs.
+        let angle = |y: &Array2<f64>| y[[0, 7]].atan2(y[[0, 6]]);
+        let e = ndarray::array![[0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0]];
+        let mid = angle(&rope_interpolated(&e, &[3], 0.5));
+        let (a, b) = (angle(&rope(&e, &[1])), angle(&rope(&e, &[2])));
+        assert!((mid - (a + b) / 2.0).abs() < 1e-12);
+    }
+
+    #[test]
+    #[should_panic(expected = "rope_interpolated: scale NaN")]
+    fn interpolated_rope_rejects_a_nan_scale() {
+        rope_interpolated(&Array2::zeros((1, 2)), &[1], f64::NAN);
     }
 
     #[test]

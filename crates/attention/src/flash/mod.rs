@@ -8,7 +8,10 @@
 //! rescaling the partial output when the maximum grows), so scores live only in a small tile
 //! that stays in cache, and memory is `O((n_q + n_k) d)`. The inner loops are in `kernel`;
 //! this module checks shapes, picks the instruction set and splits rows across threads.
+//! `backward` is the training side in plain `f64`: the forward pass that also keeps each
+//! row's log-sum-exp, and the gradients that recompute the weights block by block from it.
 
+mod backward;
 mod kernel;
 
 use std::thread;
@@ -17,6 +20,7 @@ use ndarray::{Array2, ArrayBase, ArrayView2, ArrayViewMut2, Axis, Data, Ix2};
 
 use crate::float::Float;
 use crate::simd::{Isa, Simd};
+pub use backward::{FlashGrads, flash_attention_backward, flash_attention_lse};
 use kernel::{Packed, Scratch, Tiles, row_block};
 
 /// Below this many query rows, a second thread costs more to start than it saves.
