@@ -90,11 +90,7 @@ fn data_matches(root: &Path, pattern: &str) -> Result<Vec<PathBuf>, String> {
         return Err("names a path outside the site (an absolute path or `..`)".into());
     }
     let pattern = pattern.trim_start_matches("./");
-    let glob = globset::GlobBuilder::new(pattern)
-        .literal_separator(true)
-        .build()
-        .map_err(|e| format!("is not a glob pattern: {}", e.kind()))?
-        .compile_matcher();
+    let glob = Glob::new(pattern)?;
     // Only the directory the pattern's literal part names is searched.
     let literal: PathBuf = Path::new(pattern)
         .components()
@@ -117,7 +113,7 @@ fn data_matches(root: &Path, pattern: &str) -> Result<Vec<PathBuf>, String> {
         let Ok(rel) = entry.path().strip_prefix(root) else {
             continue;
         };
-        if !glob.is_match(rel) {
+        if !glob.matches(rel) {
             continue;
         }
         let inside =
@@ -131,6 +127,104 @@ fn data_matches(root: &Path, pattern: &str) -> Result<Vec<PathBuf>, String> {
         found.push(rel.to_path_buf());
     }
     Ok(found)
+}
+
+/// A glob pattern over `/`-separated relative paths: `*` and `?` match within one path
+/// component, `[abc]`, `[a-z]` and `[!a]` one character of it, and a component `**` any number
+/// of components (none included). Hand-written rather than a dependency of the generator: the
+/// workspace's `Cargo.toml` and `Cargo.lock` are inputs of every experiment's cache key.
+struct Glob {
+    components: Vec<String>,
+}
+
+impl Glob {
+    fn new(pattern: &str) -> Result<Glob, String> {
+        if pattern.contains(['{', '}']) {
+            return Err(
+                "is not a glob pattern: `{a,b}` alternatives are not supported (list each pattern)"
+                    .into(),
+            );
+        }
+        let components: Vec<String> = pattern
+            .split('/')
+            .filter(|c| !c.is_empty() && *c != ".")
+            .map(str::to_string)
+            .collect();
+        for component in &components {
+            let mut open = false;
+            for c in component.chars() {
+                match c {
+                    '[' if open => return Err("is not a glob pattern: `[` inside `[...]`".into()),
+                    '[' => open = true,
+                    ']' => open = false,
+                    _ => {}
+                }
+            }
+            if open {
+                return Err("is not a glob pattern: a `[` is never closed".into());
+            }
+        }
+        Ok(Glob { components })
+    }
+
+    fn matches(&self, path: &Path) -> bool {
+        let parts: Vec<String> = path
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect();
+        let pattern: Vec<&str> = self.components.iter().map(String::as_str).collect();
+        let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
+        match_components(&pattern, &parts)
+    }
+}
+
+fn match_components(pattern: &[&str], parts: &[&str]) -> bool {
+    match (pattern.first(), parts.first()) {
+        (None, None) => true,
+        (Some(&"**"), _) => {
+            match_components(&pattern[1..], parts)
+                || (!parts.is_empty() && match_components(pattern, &parts[1..]))
+        }
+        (Some(p), Some(part)) => {
+            let (p, part): (Vec<char>, Vec<char>) = (p.chars().collect(), part.chars().collect());
+            match_component(&p, &part) && match_components(&pattern[1..], &parts[1..])
+        }
+        _ => false,
+    }
+}
+
+fn match_component(pattern: &[char], text: &[char]) -> bool {
+    match pattern.first() {
+        None => text.is_empty(),
+        Some('*') => (0..=text.len()).any(|skip| match_component(&pattern[1..], &text[skip..])),
+        Some('?') => !text.is_empty() && match_component(&pattern[1..], &text[1..]),
+        Some('[') => {
+            let Some(end) = pattern.iter().position(|c| *c == ']') else {
+                return false;
+            };
+            let Some(&c) = text.first() else {
+                return false;
+            };
+            let set = &pattern[1..end];
+            let (negated, set) = match set.first() {
+                Some('!' | '^') => (true, &set[1..]),
+                _ => (false, set),
+            };
+            let mut hit = false;
+            let mut i = 0;
+            while i < set.len() {
+                if i + 2 < set.len() && set[i + 1] == '-' {
+                    hit |= set[i] <= c && c <= set[i + 2];
+                    i += 3;
+                } else {
+                    hit |= set[i] == c;
+                    i += 1;
+                }
+            }
+            hit != negated && match_component(&pattern[end + 1..], &text[1..])
+        }
+        Some(&p) => text.first() == Some(&p) && match_component(&pattern[1..], &text[1..]),
+    }
 }
 
 /// Why a `[lab.dependencies]` entry cannot be a dependency of the experiment crate.
@@ -277,6 +371,25 @@ mod tests {
             places(&problems)[0].contains("outside the site"),
             "{problems:?}"
         );
+    }
+
+    #[test]
+    fn globs_match_within_components_and_across_with_double_stars() {
+        let m = |pattern: &str, path: &str| Glob::new(pattern).unwrap().matches(Path::new(path));
+        assert!(m("data/*.csv", "data/a.csv"));
+        assert!(
+            !m("data/*.csv", "data/deep/a.csv"),
+            "`*` stays within a component"
+        );
+        assert!(m("data/**/*.csv", "data/a.csv"));
+        assert!(m("data/**/*.csv", "data/x/y/a.csv"));
+        assert!(m("**", "a/b"));
+        assert!(m("data/?.csv", "data/a.csv") && !m("data/?.csv", "data/ab.csv"));
+        assert!(m("data/[ab].csv", "data/b.csv") && !m("data/[ab].csv", "data/c.csv"));
+        assert!(m("data/[a-c]1.csv", "data/b1.csv") && !m("data/[!a-c]1.csv", "data/b1.csv"));
+        assert!(m("./notes.txt", "notes.txt") && !m("notes.txt", "notes.txt.bak"));
+        assert!(Glob::new("data/{a,b}.csv").is_err());
+        assert!(Glob::new("data/[a.csv").is_err());
     }
 
     #[test]
