@@ -11,6 +11,9 @@ use serde::de::DeserializeOwned;
 
 use crate::diagnostic::{Diagnostic, Location};
 
+mod inputs;
+pub use inputs::RUNTIME_CRATES;
+
 /// The parsed `site.toml`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -107,6 +110,21 @@ pub struct LabConfig {
     /// Blocks showing more code lines than this start folded (unless `fold=false`); none by
     /// default.
     pub fold_lines: Option<usize>,
+    /// Files the experiments read: glob patterns relative to the site root (`data/*.csv`).
+    /// Each match is part of the cache key, copied into every chapter's working directory at
+    /// its site-relative path, and packed into the take-home downloads.
+    #[serde(default)]
+    pub data: Vec<toml::Spanned<String>>,
+    /// `[lab.dependencies]`: crates the experiments may use, in Cargo's own syntax.
+    #[serde(default)]
+    pub dependencies: BTreeMap<String, toml::Spanned<toml::Value>>,
+    /// The files `data` matches, relative to the site root, sorted (filled by
+    /// [`crate::content::load_config`], which knows the site root).
+    #[serde(skip)]
+    pub data_files: Vec<PathBuf>,
+    /// Where each dependency is declared (filled with `data_files`).
+    #[serde(skip)]
+    pub dependency_at: BTreeMap<String, Location>,
 }
 
 fn default_citation_style() -> String {

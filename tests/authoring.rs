@@ -1,6 +1,9 @@
 //! Runs every example of `docs/authoring.md` (pulldown-cmark's spec files are the model), so
 //! the documentation of the authoring contract cannot drift from the tool. An example is a
-//! chapter body, or a whole file when it starts with `+++` (to show front matter keys).
+//! chapter body, or a whole file when it starts with `+++` (to show front matter keys). An
+//! example that starts with `--- PATH` shows a site: sections headed `--- PATH` are files of
+//! the site (`--- site.toml` is added to the site's configuration), and the one headed
+//! `--- content` is the chapter; such an example gets a site of its own.
 
 use std::path::Path;
 use std::process::Command;
@@ -10,6 +13,32 @@ struct Example {
     line: usize,
     body: String,
     expected: Vec<String>,
+    /// More site files `(path, text)`; `site.toml` is added to the configuration.
+    files: Vec<(String, String)>,
+}
+
+/// The chapter body and the other files of an example body (see the module docs).
+fn split_files(body: &str) -> (String, Vec<(String, String)>) {
+    if !body.starts_with("--- ") {
+        return (body.to_string(), Vec::new());
+    }
+    let mut files: Vec<(String, String)> = Vec::new();
+    for line in body.lines() {
+        match line.strip_prefix("--- ") {
+            Some(path) => files.push((path.trim().to_string(), String::new())),
+            None => {
+                let (_, text) = files.last_mut().unwrap();
+                text.push_str(line);
+                text.push('\n');
+            }
+        }
+    }
+    let chapter = files
+        .iter()
+        .position(|(path, _)| path == "content")
+        .map(|i| files.remove(i).1)
+        .unwrap_or_default();
+    (chapter, files)
 }
 
 impl Example {
@@ -41,9 +70,11 @@ fn examples() -> Vec<Example> {
                     .iter()
                     .position(|l| *l == ".")
                     .unwrap_or_else(|| panic!("example at line {start} has no `.` line"));
+                let (body, files) = split_files(&(lines[..dot].join("\n") + "\n"));
                 examples.push(Example {
                     line: start,
-                    body: lines[..dot].join("\n") + "\n",
+                    body,
+                    files,
                     expected: lines[dot + 1..]
                         .iter()
                         .filter(|l| !l.trim().is_empty())
@@ -65,11 +96,17 @@ fn examples() -> Vec<Example> {
 
 fn site_with(chapters: &[(usize, &Example)]) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("site.toml"),
-        "title = \"Examples\"\nbase_url = \"/\"\n",
-    )
-    .unwrap();
+    let mut config = "title = \"Examples\"\nbase_url = \"/\"\n".to_string();
+    for (path, text) in chapters.iter().flat_map(|(_, e)| &e.files) {
+        if path == "site.toml" {
+            config.push_str(text);
+            continue;
+        }
+        let file = dir.path().join(path);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(file, text).unwrap();
+    }
+    std::fs::write(dir.path().join("site.toml"), config).unwrap();
     std::fs::create_dir(dir.path().join("content")).unwrap();
     for (n, example) in chapters {
         // An example that starts with its own front matter is a whole file (it shows a key).
@@ -119,7 +156,7 @@ fn every_example_in_the_authoring_guide_holds() {
     // Examples that render are built together, one chapter each: one compile for all of them.
     let pages: Vec<(usize, &Example)> = all
         .iter()
-        .filter(|e| !e.expects_diagnostics())
+        .filter(|e| !e.expects_diagnostics() && e.files.is_empty())
         .enumerate()
         .map(|(i, e)| (i + 1, e))
         .collect();
@@ -136,22 +173,21 @@ fn every_example_in_the_authoring_guide_holds() {
             "a rendering example warns, but none of them expects it: {warning}"
         ));
     }
-    for (n, example) in &pages {
-        let page =
-            std::fs::read_to_string(site.path().join(format!("public/example-{n}/index.html")))
-                .unwrap();
-        for fragment in &example.expected {
-            let line = example.line;
-            match fragment.strip_prefix('!') {
-                Some(absent) if page.contains(absent) => failures.push(format!(
-                    "docs/authoring.md:{line}: the page must not contain `{absent}`"
-                )),
-                None if !page.contains(fragment.as_str()) => failures.push(format!(
-                    "docs/authoring.md:{line}: the page lacks `{fragment}`"
-                )),
-                _ => {}
-            }
+    check_pages(site.path(), &pages, &mut failures);
+    // Examples that show a site each get one of their own.
+    for example in all
+        .iter()
+        .filter(|e| !e.expects_diagnostics() && !e.files.is_empty())
+    {
+        let site = site_with(&[(1, example)]);
+        let (code, stderr) = build(site.path());
+        if code != 0 || warnings(&stderr).next().is_some() {
+            failures.push(format!(
+                "docs/authoring.md:{}: the example must build cleanly (exit {code}):\n{stderr}",
+                example.line
+            ));
         }
+        check_pages(site.path(), &[(1, example)], &mut failures);
     }
     // Examples that report problems each get a site of their own.
     for example in all.iter().filter(|e| e.expects_diagnostics()) {
@@ -190,4 +226,25 @@ fn every_example_in_the_authoring_guide_holds() {
         failures.len(),
         failures.join("\n")
     );
+}
+
+/// Checks the expected fragments of each rendering example against its page in the site at
+/// `root`.
+fn check_pages(root: &Path, pages: &[(usize, &Example)], failures: &mut Vec<String>) {
+    for (n, example) in pages {
+        let page =
+            std::fs::read_to_string(root.join(format!("public/example-{n}/index.html"))).unwrap();
+        for fragment in &example.expected {
+            let line = example.line;
+            match fragment.strip_prefix('!') {
+                Some(absent) if page.contains(absent) => failures.push(format!(
+                    "docs/authoring.md:{line}: the page must not contain `{absent}`"
+                )),
+                None if !page.contains(fragment.as_str()) => failures.push(format!(
+                    "docs/authoring.md:{line}: the page lacks `{fragment}`"
+                )),
+                _ => {}
+            }
+        }
+    }
 }

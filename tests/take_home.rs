@@ -24,7 +24,7 @@ fn a_downloaded_project_builds_offline_and_reproduces_every_value_bit_for_bit() 
     let lab_crate = repo.path().join("crates/lab");
     let config = site.read("site.toml");
     let with_lab = format!(
-        "{config}\n[lab]\ncrate_path = {:?}\n",
+        "{config}\n[lab]\ndata = [\"data/*.txt\"]\ncrate_path = {:?}\n",
         lab_crate.display().to_string()
     );
     site.write("site.toml", &with_lab);
@@ -63,6 +63,13 @@ fn a_downloaded_project_builds_offline_and_reproduces_every_value_bit_for_bit() 
         "hidden lines are kept:\n{program}"
     );
 
+    // The declared data file travels at its site-relative path, which the program reads from
+    // the project's directory (redteam-3 D8).
+    assert_eq!(
+        std::fs::read_to_string(project.join("data/scale.txt")).unwrap(),
+        "1.25\n"
+    );
+
     let stdout = run_offline(&project);
     assert!(
         stdout.contains("weights = [") && stdout.contains("entropy = "),
@@ -71,6 +78,12 @@ fn a_downloaded_project_builds_offline_and_reproduces_every_value_bit_for_bit() 
     let built = results(&site.path(&format!(".attnbook/run/results-{SLUG}/results.json")));
     let taken_home = results(&project.join("results.json"));
     assert_same_bits(&built, &taken_home);
+    assert!(
+        taken_home
+            .values
+            .iter()
+            .any(|v| v.name == "scale" && v.data[0].0 == 1.25)
+    );
 
     // A change beside the lab crate that is not committed: the download would not hold the code
     // that ran, so none is offered, and the build says why.

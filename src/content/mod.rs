@@ -252,7 +252,13 @@ pub fn load_config(root: &Path) -> Result<Config, Vec<Diagnostic>> {
             ),
         ]
     })?;
-    Config::parse(path, &text)
+    let mut config = Config::parse(path, &text)?;
+    let problems = config.lab.check_inputs(root, path, &text);
+    if problems.is_empty() {
+        Ok(config)
+    } else {
+        Err(problems)
+    }
 }
 
 /// Loads the whole series: config, every chapter, ordering and uniqueness checks.

@@ -81,6 +81,19 @@ pub(super) fn environment_key(
     hasher.finalize().to_hex().to_string()
 }
 
+/// The environment key `environment` with the site's own inputs (`[lab] data` and
+/// `[lab.dependencies]`, [`super::inputs::fingerprint`]); unchanged when it declares none.
+pub(super) fn with_site_inputs(environment: String, site_inputs: &str) -> String {
+    if site_inputs.is_empty() {
+        return environment;
+    }
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(environment.as_bytes());
+    hasher.update(b"\0site inputs\0");
+    hasher.update(site_inputs.as_bytes());
+    hasher.finalize().to_hex().to_string()
+}
+
 /// The key of one chapter's results.
 pub(super) fn chapter_key(
     environment: &str,
@@ -323,6 +336,16 @@ mod tests {
             )
         );
         assert_eq!(crate::lab::generate::template_fingerprint().len(), 64);
+    }
+
+    /// A site that declares no inputs keeps its key; one that does gets another per input.
+    #[test]
+    fn site_inputs_change_the_environment_key_only_when_declared() {
+        assert_eq!(with_site_inputs("env".into(), ""), "env");
+        let a = with_site_inputs("env".into(), "a");
+        assert_ne!(a, "env");
+        assert_ne!(a, with_site_inputs("env".into(), "b"));
+        assert_ne!(a, with_site_inputs("env2".into(), "a"));
     }
 
     #[test]

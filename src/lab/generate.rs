@@ -67,7 +67,19 @@ pub struct GeneratedCrate {
 
 /// Generates the crate `package` linking the `lab` crate at `lab_path`.
 pub fn generate(package: &str, lab_path: &Path, chapters: &[ChapterBlocks<'_>]) -> GeneratedCrate {
-    let mut files = vec![(PathBuf::from("Cargo.toml"), manifest(package, lab_path))];
+    generate_with(package, lab_path, "", chapters)
+}
+
+/// [`generate`], the crate depending on `dependencies` too (`[dependencies]` lines of the
+/// site's `[lab.dependencies]`).
+pub(super) fn generate_with(
+    package: &str,
+    lab_path: &Path,
+    dependencies: &str,
+    chapters: &[ChapterBlocks<'_>],
+) -> GeneratedCrate {
+    let manifest = manifest(package, lab_path, dependencies);
+    let mut files = vec![(PathBuf::from("Cargo.toml"), manifest)];
     let mut map = SourceMap::default();
     let mut bins = Vec::new();
     for chapter in chapters {
@@ -152,11 +164,11 @@ fn fingerprint(krate: &GeneratedCrate) -> String {
     hasher.finalize().to_hex().to_string()
 }
 
-fn manifest(package: &str, lab_path: &Path) -> String {
+fn manifest(package: &str, lab_path: &Path, dependencies: &str) -> String {
     // An empty [workspace] keeps the crate out of any enclosing workspace.
     format!(
         "[package]\nname = \"{package}\"\nversion = \"0.0.0\"\nedition = \"2024\"\npublish = false\n\n\
-         [dependencies]\nlab = {{ path = {lab:?} }}\n\n[workspace]\n\n\
+         [dependencies]\nlab = {{ path = {lab:?} }}\n{dependencies}\n[workspace]\n\n\
          [profile.release]\ndebug = false\nincremental = true\n",
         lab = lab_path.display().to_string()
     )

@@ -17,6 +17,7 @@
 mod cache;
 mod compile;
 mod generate;
+mod inputs;
 mod lock;
 mod process;
 mod reap;
@@ -33,7 +34,7 @@ pub fn kill_everything(groups: &[u32]) {
     }
     kill_orphans(&[]);
 }
-pub use take_home::{Download, downloads};
+pub use take_home::{Download, Downloads, downloads};
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -152,6 +153,8 @@ pub struct LabPlan {
 
 /// Where the lab stage keeps its files.
 struct Paths {
+    /// The site root, absolute (data files and path dependencies are relative to it).
+    site: PathBuf,
     work: PathBuf,
     lab_crate: PathBuf,
     /// The workspace root whose `Cargo.toml` the `lab` crate inherits from, if it has one.
@@ -183,6 +186,7 @@ impl Paths {
         let root = std::fs::canonicalize(&series.root).unwrap_or_else(|_| series.root.clone());
         let hash = blake3::hash(root.to_string_lossy().as_bytes()).to_hex();
         Ok(Paths {
+            site: std::path::absolute(&series.root).unwrap_or_else(|_| series.root.clone()),
             // Absolute: experiment processes run with their sandbox as working directory.
             work: std::path::absolute(series.root.join(".attnbook"))
                 .unwrap_or_else(|_| series.root.join(".attnbook")),
@@ -287,11 +291,27 @@ pub fn run(series: &Series<Parsed>, plan: &LabPlan) -> Runs {
     prune_run_dir(&paths.work.join("run"), series);
     let toolchain = rustc_version();
     let cpu = cpu_model();
-    let env_key = cache::environment_key(
-        paths.crates(),
-        &paths.workspace_files(),
-        &format!("{toolchain}\n{}", result_environment()),
-        &cache::generator_identity(),
+    let lab = &series.config.lab;
+    let all: Vec<&Parsed> = with_blocks.iter().map(|&i| &series.chapters[i]).collect();
+    // Written even when every chapter is cached: the take-home downloads read the crate's
+    // lock file, which must be the one of today's runtime, not of the last build that ran.
+    // Written first, since the site's lock file of its dependencies (part of the key) is
+    // brought up to date with it.
+    let (krate, reseeded) = match write_experiment_crate(&paths, &all, lab) {
+        Ok(written) => written,
+        Err(errors) => {
+            out.errors = errors;
+            return out;
+        }
+    };
+    let env_key = cache::with_site_inputs(
+        cache::environment_key(
+            paths.crates(),
+            &paths.workspace_files(),
+            &format!("{toolchain}\n{}", result_environment()),
+            &cache::generator_identity(),
+        ),
+        &inputs::fingerprint(&paths.site, lab),
     );
     let cache_dir = paths.work.join("cache");
     let mut stale = Vec::new();
@@ -306,18 +326,11 @@ pub fn run(series: &Series<Parsed>, plan: &LabPlan) -> Runs {
             None => stale.push((i, key)),
         }
     }
-    let all: Vec<&Parsed> = with_blocks.iter().map(|&i| &series.chapters[i]).collect();
-    // Written even when every chapter is cached: the take-home downloads read the crate's
-    // lock file, which must be the one of today's runtime, not of the last build that ran.
-    let (krate, reseeded) = match write_experiment_crate(&paths, &all) {
-        Ok(written) => written,
-        Err(errors) => {
-            out.errors = errors;
-            return out;
-        }
-    };
     if stale.is_empty() {
-        if reseeded && let Err(e) = lock::resolve(&paths.work.join("lab"), &paths.target) {
+        if reseeded
+            && lab.dependencies.is_empty()
+            && let Err(e) = lock::resolve(&paths.work.join("lab"), &paths.target)
+        {
             eprintln!("warning: {e}");
         }
         return out;
@@ -345,15 +358,7 @@ pub fn run(series: &Series<Parsed>, plan: &LabPlan) -> Runs {
         .collect();
     let jobs: Vec<(&Parsed, &Path)> = runnable.iter().map(|(_, _, c, e)| (*c, *e)).collect();
     reap::become_subreaper();
-    let outcomes = run_all(
-        &paths,
-        &built.map,
-        &jobs,
-        plan,
-        &series.config.lab,
-        &toolchain,
-        &cpu,
-    );
+    let outcomes = run_all(&paths, &built.map, &jobs, plan, lab, &toolchain, &cpu);
     // Nothing may run any more: whatever a chapter started and left behind goes now.
     reap::kill_orphans(&[]);
     for ((i, key, chapter, _), outcome) in runnable.into_iter().zip(outcomes) {
@@ -427,10 +432,13 @@ impl Built {
 }
 
 /// Generates the crate for every chapter with blocks and writes it, its lock file started from
-/// the runtime's (see [`lock`]).
+/// the runtime's (see [`lock`]) or, for a site with `[lab.dependencies]`, from the site's own
+/// lock, which is then brought in line with the crate: one error at the dependency in
+/// site.toml when they do not resolve.
 fn write_experiment_crate(
     paths: &Paths,
     chapters: &[&Parsed],
+    lab: &crate::config::LabConfig,
 ) -> Result<(GeneratedCrate, bool), Vec<Diagnostic>> {
     let blocks: Vec<ChapterBlocks<'_>> = chapters
         .iter()
@@ -440,7 +448,15 @@ fn write_experiment_crate(
             blocks: &c.doc.experiments,
         })
         .collect();
-    let krate = generate(&paths.package, &paths.lab_crate, &blocks);
+    let site = &paths.site;
+    let dependencies = inputs::dependency_lines(lab, |p| {
+        let path = site.join(p);
+        std::fs::canonicalize(&path)
+            .unwrap_or(path)
+            .display()
+            .to_string()
+    });
+    let krate = generate::generate_with(&paths.package, &paths.lab_crate, &dependencies, &blocks);
     let crate_dir = paths.work.join("lab");
     let io_error = |e: std::io::Error| {
         vec![Diagnostic::error(format!(
@@ -449,8 +465,29 @@ fn write_experiment_crate(
         ))]
     };
     write_crate(&crate_dir, &krate.files).map_err(io_error)?;
-    let reseeded =
-        lock::seed(&crate_dir, paths.workspace.as_deref(), &krate.files[0].1).map_err(io_error)?;
+    let site_lock = (!lab.dependencies.is_empty())
+        .then(|| std::fs::read_to_string(site.join(inputs::SITE_LOCK)).ok())
+        .flatten()
+        .map(|text| inputs::lock_for_crate(&text, &paths.package));
+    let reseeded = lock::seed(
+        &crate_dir,
+        paths.workspace.as_deref(),
+        &krate.files[0].1,
+        site_lock.as_deref(),
+    )
+    .map_err(io_error)?;
+    if !lab.dependencies.is_empty() {
+        if reseeded || site_lock.is_none() {
+            lock::resolve_raw(&crate_dir, &paths.target)
+                .map_err(|stderr| vec![inputs::resolve_error(lab, &stderr)])?;
+        }
+        inputs::keep_site_lock(site, &crate_dir, &paths.package).map_err(|e| {
+            vec![Diagnostic::error(format!(
+                "cannot write {}: {e}",
+                site.join(inputs::SITE_LOCK).display()
+            ))]
+        })?;
+    }
     Ok((krate, reseeded))
 }
 
@@ -561,6 +598,9 @@ fn quiet() -> Duration {
 /// What every chapter run of one build shares.
 struct RunSettings<'a> {
     map: &'a SourceMap,
+    /// The site root and the declared data files, copied into each chapter's sandbox.
+    site: &'a Path,
+    data: &'a [PathBuf],
     results_dir: PathBuf,
     output_cap: usize,
     default_timeout: Duration,
@@ -596,6 +636,8 @@ fn run_all(
     let outcomes: Mutex<Vec<Option<Outcome>>> = Mutex::new(vec![None; jobs.len()]);
     let settings = RunSettings {
         map,
+        site: &paths.site,
+        data: &site.data_files,
         results_dir,
         output_cap: plan.output_cap,
         default_timeout: site
@@ -678,6 +720,8 @@ fn run_token(slug: &str) -> String {
 fn run_chapter(settings: &RunSettings<'_>, chapter: &Parsed, executable: &Path) -> Outcome {
     let RunSettings {
         map,
+        site,
+        data,
         results_dir,
         output_cap,
         default_timeout,
@@ -701,12 +745,14 @@ fn run_chapter(settings: &RunSettings<'_>, chapter: &Parsed, executable: &Path) 
         sandbox: results_dir.join(format!("sandbox-{}", chapter.slug)),
     };
     let _ = std::fs::remove_dir_all(&limits.sandbox);
-    std::fs::create_dir_all(&limits.sandbox).map_err(|e| {
-        vec![Diagnostic::error(format!(
-            "cannot create {}: {e}",
-            limits.sandbox.display()
-        ))]
-    })?;
+    std::fs::create_dir_all(&limits.sandbox)
+        .and_then(|()| inputs::copy_data(site, data, &limits.sandbox))
+        .map_err(|e| {
+            vec![Diagnostic::error(format!(
+                "cannot prepare {}: {e}",
+                limits.sandbox.display()
+            ))]
+        })?;
     // A directory of the chapter's own, the only one besides its sandbox that its process may
     // write (Landlock): no other chapter running beside it can replace its results.
     let own_results = results_dir.join(format!("results-{}", chapter.slug));

@@ -52,21 +52,79 @@ fn archive_name(slug: &str) -> String {
     format!("{slug}-experiments.tar.gz")
 }
 
-/// Every chapter's archive; none without `repository`. `Err` says why no download can be
-/// offered (the build warns and goes on without them).
-pub fn downloads<C: AsRef<Ran>>(series: &Series<C>) -> Result<Vec<Download>, String> {
+/// What [`downloads`] offers: the archives, and a warning for each chapter (or the whole site)
+/// that goes without one, saying why.
+#[derive(Default)]
+pub struct Downloads {
+    /// The archives.
+    pub archives: Vec<Download>,
+    /// Why some or all chapters get none (`path:line:col: ` first when there is a place).
+    pub warnings: Vec<String>,
+}
+
+/// Every chapter's archive; none without `repository`. A chapter whose blocks name a site file
+/// that `[lab] data` does not declare goes without one, and so does every chapter when they
+/// cannot be pinned to a commit or the experiments depend on a path crate; the warnings say
+/// why (the build goes on without them).
+pub fn downloads<C: AsRef<Ran>>(series: &Series<C>) -> Downloads {
+    let mut out = Downloads::default();
     let Some(repository) = &series.config.repository else {
-        return Ok(Vec::new());
+        return out;
     };
+    let lab = &series.config.lab;
+    let run_dir = series.root.join(".attnbook").join("run");
     let chapters: Vec<(usize, &Ran)> = series
         .chapters
         .iter()
         .map(AsRef::as_ref)
         .enumerate()
         .filter(|(_, c)| c.run.is_some() && !c.doc.experiments.is_empty())
+        .filter(|(_, c)| {
+            let sandbox = run_dir.join(format!("sandbox-{}", c.slug));
+            let reads = super::inputs::undeclared_reads(
+                &series.root,
+                &sandbox,
+                &lab.data_files,
+                &c.path,
+                &c.doc.experiments,
+            );
+            out.warnings.extend(reads.iter().map(|read| {
+                format!(
+                    "{}: warning: no experiment download for this chapter: it reads `{}`, a \
+                     site file that `[lab] data` in site.toml does not declare (declare it, and \
+                     read it at that path relative to the site root)",
+                    read.at,
+                    read.file.display()
+                )
+            }));
+            reads.is_empty()
+        })
         .collect();
     if chapters.is_empty() {
-        return Ok(Vec::new());
+        return out;
+    }
+    match archives(series, repository, &chapters) {
+        Ok(archives) => out.archives = archives,
+        Err(why) => out
+            .warnings
+            .push(format!("warning: no experiment downloads: {why}")),
+    }
+    out
+}
+
+/// The archives of `chapters`, or why none can be offered.
+fn archives<C>(
+    series: &Series<C>,
+    repository: &str,
+    chapters: &[(usize, &Ran)],
+) -> Result<Vec<Download>, String> {
+    let lab = &series.config.lab;
+    if let Some((name, at)) = super::inputs::first_path_dependency(lab) {
+        return Err(format!(
+            "the experiments depend on the path crate `{name}`{}, which a download cannot \
+             carry; depend on it through a registry or a git repository to offer them",
+            at.map(|l| format!(" ({l})")).unwrap_or_default()
+        ));
     }
     let paths = Paths::new(series)?;
     if paths
@@ -89,12 +147,25 @@ pub fn downloads<C: AsRef<Ran>>(series: &Series<C>) -> Result<Vec<Download>, Str
             lock_path.display()
         )
     })?;
+    let mut data = Vec::new();
+    for rel in &lab.data_files {
+        let bytes = std::fs::read(series.root.join(rel))
+            .map_err(|e| format!("cannot read the data file {}: {e}", rel.display()))?;
+        data.push((rel.clone(), bytes));
+    }
+    let inputs = Inputs {
+        pin: &pin,
+        build_lock: &build_lock,
+        build_package: &paths.package,
+        dependencies: &super::inputs::dependency_lines(lab, str::to_string),
+        data: &data,
+    };
     let page_root = series.config.base_url_slash();
     chapters
-        .into_iter()
-        .map(|(index, chapter)| {
+        .iter()
+        .map(|&(index, chapter)| {
             let page = format!("{page_root}{}/", chapter.slug);
-            let project = project(chapter, &page, &pin, &build_lock, &paths.package)?;
+            let project = project(chapter, &page, &inputs)?;
             let bytes = archive(&project, pin.time)
                 .map_err(|e| format!("cannot pack the experiments of {}: {e}", chapter.slug))?;
             Ok(Download {
@@ -104,6 +175,18 @@ pub fn downloads<C: AsRef<Ran>>(series: &Series<C>) -> Result<Vec<Download>, Str
             })
         })
         .collect()
+}
+
+/// What every take-home project of one build shares.
+struct Inputs<'a> {
+    pin: &'a Pin,
+    /// The lock file of the build's experiment crate, whose root package is `build_package`.
+    build_lock: &'a str,
+    build_package: &'a str,
+    /// `[dependencies]` lines of the site's `[lab.dependencies]` (no path dependency).
+    dependencies: &'a str,
+    /// The declared data files: `(site-relative path, bytes)`.
+    data: &'a [(PathBuf, Vec<u8>)],
 }
 
 /// Pins `repository` to `HEAD` of the git repository holding `lab_crate`, provided nothing
@@ -164,41 +247,36 @@ fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
     Ok(String::from_utf8_lossy(&output.stdout).trim().to_string())
 }
 
-/// A take-home project: its directory name and `(relative path, text)` of each file.
+/// A take-home project: its directory name and `(relative path, bytes)` of each file.
 struct Project {
     /// The directory the archive unpacks into (also the package name).
     pub name: String,
     /// The files, in archive order.
-    pub files: Vec<(PathBuf, String)>,
+    pub files: Vec<(PathBuf, Vec<u8>)>,
 }
 
-/// The project of one chapter; `build_lock` is the lock file of the build's experiment crate,
-/// whose root package is `build_package`.
-fn project(
-    chapter: &Parsed,
-    page: &str,
-    pin: &Pin,
-    build_lock: &str,
-    build_package: &str,
-) -> Result<Project, String> {
+/// The project of one chapter: its program, manifest and lock, and the site's data files at
+/// their site-relative paths (the program runs in the project's directory, as the chapter ran
+/// in a directory holding them).
+fn project(chapter: &Parsed, page: &str, inputs: &Inputs<'_>) -> Result<Project, String> {
+    let pin = inputs.pin;
     let name = package_name(&chapter.slug);
     let source = format!("git+{}?rev={}#{}", pin.repository, pin.commit, pin.commit);
-    let lock = take_home_lock(build_lock, build_package, &name, &source)?;
+    let lock = take_home_lock(inputs.build_lock, inputs.build_package, &name, &source)?;
     let title = one_line(&chapter.front.title);
-    Ok(Project {
-        files: vec![
-            (
-                PathBuf::from("Cargo.toml"),
-                manifest(&name, &title, page, pin),
-            ),
-            (PathBuf::from("Cargo.lock"), lock),
-            (
-                PathBuf::from("src/main.rs"),
-                program(chapter, &title, page, pin),
-            ),
-        ],
-        name,
-    })
+    let mut files = vec![
+        (
+            PathBuf::from("Cargo.toml"),
+            manifest(&name, &title, page, pin, inputs.dependencies).into_bytes(),
+        ),
+        (PathBuf::from("Cargo.lock"), lock.into_bytes()),
+        (
+            PathBuf::from("src/main.rs"),
+            program(chapter, &title, page, pin).into_bytes(),
+        ),
+    ];
+    files.extend(inputs.data.iter().cloned());
+    Ok(Project { files, name })
 }
 
 /// A valid Cargo package name for any slug (ASCII letters, digits and `-`, never starting
@@ -216,14 +294,19 @@ fn one_line(text: &str) -> String {
         .collect()
 }
 
-fn manifest(name: &str, title: &str, page: &str, pin: &Pin) -> String {
+fn manifest(name: &str, title: &str, page: &str, pin: &Pin, dependencies: &str) -> String {
+    let dependencies = if dependencies.is_empty() {
+        String::new()
+    } else {
+        format!("# The crates of the site's [lab.dependencies].\n{dependencies}")
+    };
     format!(
         "# The experiments of \"{title}\" ({page}), generated by attnbook.\n\
          # `cargo run --release` runs them with the seed of the site's build and writes results.json.\n\
          [package]\nname = \"{name}\"\nversion = \"0.0.0\"\nedition = \"2024\"\npublish = false\n\n\
          [dependencies]\n\
          # The experiment runtime (and through it the attention core) at the commit the site was built from.\n\
-         lab = {{ git = {repository}, rev = {commit} }}\n\n\
+         lab = {{ git = {repository}, rev = {commit} }}\n{dependencies}\n\
          # Not part of any enclosing workspace.\n[workspace]\n\n[profile.release]\ndebug = false\n",
         repository = toml_string(&pin.repository),
         commit = toml_string(&pin.commit),
@@ -350,15 +433,15 @@ fn archive(project: &Project, time: u64) -> std::io::Result<Vec<u8>> {
         .mtime(u32::try_from(time).unwrap_or(0))
         .write(Vec::new(), flate2::Compression::default());
     let mut tar = tar::Builder::new(gzip);
-    for (path, text) in &project.files {
+    for (path, bytes) in &project.files {
         let mut header = tar::Header::new_gnu();
-        header.set_size(text.len() as u64);
+        header.set_size(bytes.len() as u64);
         header.set_mode(0o644);
         header.set_mtime(time);
         tar.append_data(
             &mut header,
             Path::new(&project.name).join(path),
-            text.as_bytes(),
+            bytes.as_slice(),
         )?;
     }
     let mut gzip = tar.into_inner()?;
@@ -483,6 +566,7 @@ mod tests {
             "t",
             "https://e.org/home/",
             &pin(),
+            "nalgebra = \"0.33\"\n",
         );
         let parsed: toml::Table = toml::from_str(&text).unwrap();
         let lab = &parsed["dependencies"]["lab"];
@@ -491,6 +575,11 @@ mod tests {
             Some("https://github.com/attnbook/attnbook")
         );
         assert_eq!(lab["rev"].as_str(), Some("c0ffee"));
+        assert_eq!(
+            parsed["dependencies"]["nalgebra"].as_str(),
+            Some("0.33"),
+            "the site's own dependencies"
+        );
         assert_eq!(
             parsed["package"]["name"].as_str(),
             Some("attnbook-home-experiments")
@@ -510,7 +599,7 @@ mod tests {
                 repository: repository.into(),
                 ..pin()
             };
-            let text = manifest("p", "t", "https://e.org/", &pin);
+            let text = manifest("p", "t", "https://e.org/", &pin, "");
             let parsed: toml::Table =
                 toml::from_str(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
             assert_eq!(
@@ -581,8 +670,8 @@ mod tests {
         let project = Project {
             name: "p".into(),
             files: vec![
-                (PathBuf::from("Cargo.toml"), "[package]\n".into()),
-                (PathBuf::from("src/main.rs"), "fn main() {}\n".into()),
+                (PathBuf::from("Cargo.toml"), b"[package]\n".to_vec()),
+                (PathBuf::from("src/main.rs"), b"fn main() {}\n".to_vec()),
             ],
         };
         let bytes = archive(&project, 1_700_000_000).unwrap();

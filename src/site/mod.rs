@@ -598,10 +598,13 @@ pub fn build(plan: &BuildPlan) -> Outcome {
 /// its chapter for the page to link. When they cannot be pinned to a commit the site goes
 /// without them: the warning says why, and nothing about the content is wrong.
 fn take_home(series: &Series<Bound>) -> (emit::Files, Vec<Option<String>>) {
-    let downloads = lab::downloads(series).unwrap_or_else(|why| {
-        eprintln!("warning: no experiment downloads: {why}");
-        Vec::new()
-    });
+    let lab::Downloads {
+        archives: downloads,
+        warnings,
+    } = lab::downloads(series);
+    for warning in warnings {
+        eprintln!("{warning}");
+    }
     let mut names = vec![None; series.chapters.len()];
     let files = downloads
         .into_iter()
