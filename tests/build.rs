@@ -635,7 +635,7 @@ fn cached_citations_code_and_search_follow_their_sources() {
         &format!("{chapter}\n```python\nprint(1)\n```\n\n## 检索 {{#find}}\n\n原来的词语\n"),
     );
     assert_eq!(site.run(&["build"]).code, 0);
-    assert!(site.path(".attnbook/cache/render/citations.json").exists());
+    assert!(site.path(".attnbook/cache/render/citations.cache").exists());
     let first = site.read("public/a/index.html");
     assert!(first.contains("Attention Is All You Need"));
     assert!(site.read("public/search-index.json").contains("原来的词语"));
