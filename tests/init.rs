@@ -127,3 +127,38 @@ fn without_a_terminal_a_long_build_prints_a_line_per_chapter() {
     assert!(stderr.contains("experiments of first ran in "), "{stderr}");
     assert!(stderr.contains(" s (1/1)"), "{stderr}");
 }
+
+/// The count in a progress line counts every chapter that has finished, including those that
+/// finished before the lines started: the chapter that ends last says `(2/2)` even though the
+/// first one finished silently.
+#[test]
+fn progress_lines_count_chapters_that_finished_silently() {
+    let dir = tempfile::tempdir().unwrap();
+    let site = dir.path().to_str().unwrap();
+    assert!(
+        attnbook(&["init", site, "--language", "en"])
+            .status
+            .success()
+    );
+    std::fs::write(
+        dir.path().join("content/02-slow.md"),
+        "+++\ntitle = \"Slow\"\nnumber = 2\ndate = 2026-12-02\nsummary = \"Waits.\"\n+++\n\n\
+         It waits for a while.\n\n```rust,experiment\n\
+         std::thread::sleep(std::time::Duration::from_millis(2500));\n\
+         lab.value(\"slow.done\", 1.0);\n```\n\nDone: [1]{=slow.done ±0}.\n",
+    )
+    .unwrap();
+    let run = Command::new(env!("CARGO_BIN_EXE_attnbook"))
+        .args(["--root", site, "build", "--rerun"])
+        .env("ATTNBOOK_PROGRESS_AFTER", "1")
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{}", text(&run));
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    let line = stderr
+        .lines()
+        .find(|l| l.starts_with("experiments of slow "))
+        .unwrap_or_else(|| panic!("no progress line for the slow chapter: {stderr}"));
+    assert!(line.ends_with("(2/2)"), "{stderr}");
+    assert!(!stderr.contains("experiments of first "), "{stderr}");
+}

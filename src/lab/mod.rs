@@ -661,6 +661,7 @@ fn run_all(
                         let (chapter, executable) = jobs[index];
                         let started = Instant::now();
                         let outcome = run_chapter(&settings, chapter, executable);
+                        let finished = done.fetch_add(1, Ordering::SeqCst) + 1;
                         if !plan.progress && running.elapsed() >= quiet() {
                             // No terminal (a CI log): once running takes long, one plain line
                             // per chapter, so a long build is seen to move.
@@ -669,7 +670,7 @@ fn run_all(
                                 chapter.slug,
                                 if outcome.is_ok() { "ran" } else { "failed" },
                                 started.elapsed().as_secs_f64(),
-                                done.fetch_add(1, Ordering::SeqCst) + 1,
+                                finished,
                                 jobs.len()
                             );
                         }
