@@ -140,7 +140,12 @@ pub(super) fn path(cache_dir: &Path, slug: &str) -> PathBuf {
 pub(super) fn load(cache_dir: &Path, slug: &str, key: &str) -> Option<ChapterRun> {
     let text = std::fs::read_to_string(path(cache_dir, slug)).ok()?;
     let entry: Entry = serde_json::from_str(&text).ok()?;
-    (entry.key == key).then_some(entry.run)
+    (entry.key == key).then(|| with_digest(entry.run, &text))
+}
+
+fn with_digest(mut run: ChapterRun, stored: &str) -> ChapterRun {
+    run.digest = blake3::hash(stored.as_bytes()).to_hex().to_string();
+    run
 }
 
 /// The last stored run, whatever its key (for `check`, which never runs experiments).
@@ -148,15 +153,16 @@ pub(super) fn load_any(cache_dir: &Path, slug: &str) -> Option<ChapterRun> {
     let text = std::fs::read_to_string(path(cache_dir, slug)).ok()?;
     serde_json::from_str::<Entry>(&text)
         .ok()
-        .map(|entry| entry.run)
+        .map(|entry| with_digest(entry.run, &text))
 }
 
-/// Stores a run (atomically: a reader never sees half a file).
+/// Stores a run (atomically: a reader never sees half a file) and sets its digest to that of
+/// the stored entry, as [`load`] would.
 pub(super) fn store(
     cache_dir: &Path,
     slug: &str,
     key: &str,
-    run: &ChapterRun,
+    run: &mut ChapterRun,
 ) -> std::io::Result<()> {
     std::fs::create_dir_all(cache_dir)?;
     let entry = Entry {
@@ -164,6 +170,7 @@ pub(super) fn store(
         run: run.clone(),
     };
     let json = serde_json::to_vec(&entry).map_err(std::io::Error::other)?;
+    run.digest = blake3::hash(&json).to_hex().to_string();
     let mut tmp = tempfile::NamedTempFile::new_in(cache_dir)?;
     std::io::Write::write_all(&mut tmp, &json)?;
     tmp.persist(path(cache_dir, slug)).map_err(|e| e.error)?;
@@ -351,9 +358,13 @@ mod tests {
     #[test]
     fn store_then_load_round_trips_and_checks_the_key() {
         let dir = tempfile::tempdir().unwrap();
-        let run = ChapterRun::default();
-        store(dir.path(), "a", "k1", &run).unwrap();
-        assert!(load(dir.path(), "a", "k1").is_some());
+        let mut run = ChapterRun::default();
+        store(dir.path(), "a", "k1", &mut run).unwrap();
+        assert_eq!(
+            load(dir.path(), "a", "k1").map(|r| r.digest),
+            Some(run.digest.clone())
+        );
+        assert!(!run.digest.is_empty());
         assert!(load(dir.path(), "a", "k2").is_none());
     }
 
@@ -368,11 +379,29 @@ mod tests {
             stdout: "printed".into(),
             truncated: false,
         });
-        store(dir.path(), "a", "old key", &run).unwrap();
+        store(dir.path(), "a", "old key", &mut run).unwrap();
         assert_eq!(load_any(dir.path(), "a"), Some(run.clone()));
         assert_eq!(load(dir.path(), "a", "old key"), Some(run));
         assert_eq!(load_any(dir.path(), "b"), None);
         std::fs::write(path(dir.path(), "c"), "not JSON").unwrap();
         assert_eq!(load_any(dir.path(), "c"), None);
+    }
+
+    /// Results that differ in any byte have different identities, so a render cache keyed by
+    /// them cannot serve a page of other results.
+    #[test]
+    fn a_run_is_identified_by_its_stored_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut a = ChapterRun::default();
+        store(dir.path(), "a", "k", &mut a).unwrap();
+        let mut b = ChapterRun::default();
+        b.meta.duration_ms = 1;
+        store(dir.path(), "b", "k", &mut b).unwrap();
+        assert_ne!(a.identity(), b.identity());
+        let unstored = ChapterRun::default();
+        assert_ne!(unstored.identity(), String::new());
+        let mut other = ChapterRun::default();
+        other.meta.seed = 3;
+        assert_ne!(unstored.identity(), other.identity());
     }
 }

@@ -90,6 +90,24 @@ pub struct ChapterRun {
     /// Loaded from the cache in this build (not serialised).
     #[serde(skip)]
     pub from_cache: bool,
+    /// BLAKE3 of the cache entry this run was stored as or loaded from (not serialised): what
+    /// later stages key their caches by, instead of serialising the results again.
+    #[serde(skip)]
+    pub digest: String,
+}
+
+impl ChapterRun {
+    /// What identifies these results in a render cache's key: the digest of their cache
+    /// entry, or (for a run that was never stored) of their JSON.
+    pub fn identity(&self) -> String {
+        if self.digest.is_empty() {
+            serde_json::to_vec(self)
+                .map(|json| blake3::hash(&json).to_hex().to_string())
+                .unwrap_or_default()
+        } else {
+            self.digest.clone()
+        }
+    }
 }
 
 /// A parsed chapter with what its experiments produced: this stage's output. It dereferences
@@ -363,8 +381,8 @@ pub fn run(series: &Series<Parsed>, plan: &LabPlan) -> Runs {
     reap::kill_orphans(&[]);
     for ((i, key, chapter, _), outcome) in runnable.into_iter().zip(outcomes) {
         match outcome {
-            Ok(run) => {
-                if let Err(e) = cache::store(&cache_dir, &chapter.slug, &key, &run) {
+            Ok(mut run) => {
+                if let Err(e) = cache::store(&cache_dir, &chapter.slug, &key, &mut run) {
                     eprintln!(
                         "warning: cannot write the experiment cache for {}: {e}",
                         chapter.slug
@@ -823,6 +841,7 @@ fn run_chapter(settings: &RunSettings<'_>, chapter: &Parsed, executable: &Path) 
         blocks: outputs,
         meta,
         from_cache: false,
+        digest: String::new(),
     })
 }
 

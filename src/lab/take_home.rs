@@ -161,20 +161,76 @@ fn archives<C>(
         data: &data,
     };
     let page_root = series.config.base_url_slash();
-    chapters
+    let store = paths.work.join("cache").join("archives");
+    let mut kept = Vec::new();
+    let downloads = chapters
         .iter()
         .map(|&(index, chapter)| {
             let page = format!("{page_root}{}/", chapter.slug);
             let project = project(chapter, &page, &inputs)?;
-            let bytes = archive(&project, pin.time)
+            let (bytes, file) = archive_kept(&store, &project, pin.time)
                 .map_err(|e| format!("cannot pack the experiments of {}: {e}", chapter.slug))?;
+            kept.push(file);
             Ok(Download {
                 chapter: index,
                 file_name: archive_name(&chapter.slug),
                 bytes,
             })
         })
-        .collect()
+        .collect();
+    prune_archives(&store, &kept);
+    downloads
+}
+
+/// [`archive`], kept in `store` under a hash of everything it packs (the project's name, its
+/// files and the time stamp), so an unchanged chapter's archive is not compressed again. A
+/// stored archive carries the BLAKE3 of its bytes in front of them; one that does not match
+/// is packed again. Returns the bytes and the stored file's name.
+fn archive_kept(
+    store: &Path,
+    project: &Project,
+    time: u64,
+) -> std::io::Result<(Vec<u8>, std::ffi::OsString)> {
+    let mut key = blake3::Hasher::new();
+    key.update(b"attnbook take-home archive 1\0");
+    key.update(project.name.as_bytes());
+    key.update(&time.to_le_bytes());
+    for (path, bytes) in &project.files {
+        let path = path.to_string_lossy();
+        key.update(&(path.len() as u64).to_le_bytes());
+        key.update(path.as_bytes());
+        key.update(&(bytes.len() as u64).to_le_bytes());
+        key.update(bytes);
+    }
+    let name = std::ffi::OsString::from(format!("{}.tar.gz", key.finalize().to_hex()));
+    let file = store.join(&name);
+    if let Ok(stored) = std::fs::read(&file)
+        && stored.len() >= 32
+        && blake3::hash(&stored[32..]).as_bytes()[..] == stored[..32]
+    {
+        return Ok((stored[32..].to_vec(), name));
+    }
+    let bytes = archive(project, time)?;
+    // The store is an optimisation: failing to write it costs the next build a compression.
+    let _ = std::fs::create_dir_all(store).and_then(|()| {
+        let mut tmp = tempfile::NamedTempFile::new_in(store)?;
+        tmp.write_all(blake3::hash(&bytes).as_bytes())?;
+        tmp.write_all(&bytes)?;
+        tmp.persist(&file).map(drop).map_err(|e| e.error)
+    });
+    Ok((bytes, name))
+}
+
+/// Removes the stored archives this build did not use.
+fn prune_archives(store: &Path, kept: &[std::ffi::OsString]) {
+    let Ok(entries) = std::fs::read_dir(store) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        if !kept.contains(&entry.file_name()) {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
 }
 
 /// What every take-home project of one build shares.
@@ -694,5 +750,45 @@ mod tests {
                 ("p/src/main.rs".to_string(), 1_700_000_000, 0o644)
             ]
         );
+    }
+
+    /// A kept archive is the archive's bytes; a change of any input packs a new one; a damaged
+    /// stored file is packed again, never served; pruning keeps only what was used.
+    #[test]
+    fn kept_archives_are_the_archives_and_follow_their_inputs() {
+        let store = tempfile::tempdir().unwrap();
+        let mut project = Project {
+            name: "p".into(),
+            files: vec![(PathBuf::from("src/main.rs"), b"fn main() {}\n".to_vec())],
+        };
+        let (first, name) = archive_kept(store.path(), &project, 7).unwrap();
+        assert_eq!(first, archive(&project, 7).unwrap());
+        assert!(store.path().join(&name).is_file());
+        assert_eq!(
+            archive_kept(store.path(), &project, 7).unwrap(),
+            (first.clone(), name.clone())
+        );
+
+        let (_, other_time) = archive_kept(store.path(), &project, 8).unwrap();
+        assert_ne!(other_time, name);
+        project.files[0].1 = b"fn main() { }\n".to_vec();
+        let (edited, edited_name) = archive_kept(store.path(), &project, 7).unwrap();
+        assert_ne!(edited_name, name);
+        assert_eq!(edited, archive(&project, 7).unwrap());
+
+        // Damage the stored archive: the next call packs it again.
+        let file = store.path().join(&edited_name);
+        let mut stored = std::fs::read(&file).unwrap();
+        let last = stored.len() - 1;
+        stored[last] ^= 0xff;
+        std::fs::write(&file, &stored).unwrap();
+        assert_eq!(archive_kept(store.path(), &project, 7).unwrap().0, edited);
+
+        prune_archives(store.path(), std::slice::from_ref(&edited_name));
+        let left: Vec<_> = std::fs::read_dir(store.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(left, [edited_name]);
     }
 }

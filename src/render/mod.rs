@@ -64,10 +64,15 @@ pub struct Page {
     pub bound: Bound,
     /// The rendered body.
     pub html: String,
-    /// The hash of `html`, which keys the pages that include it ([`cache::Digested`]).
+    /// Identifies `html` (a hash of what it was made from, see [`Page::inputs`]); it keys the
+    /// pages that include the body ([`cache::Digested`]).
     pub digest: String,
     /// The file name of the chapter's take-home experiments, beside its page, when offered.
     pub take_home: Option<String>,
+    /// A hash of everything the body was rendered from (its source, results, bindings, claims
+    /// and what it reads of other chapters): it keys the site pages that read the chapter
+    /// beyond its body (the verification page), so they are not rebuilt to be compared.
+    pub inputs: String,
 }
 
 impl std::ops::Deref for Page {
@@ -542,7 +547,7 @@ pub fn isa_name(level: &str) -> String {
 pub fn chapter_page<'a>(
     templates: &Templates,
     series: &'a Series<Page>,
-    values: &crate::quotes::ValueIndex,
+    values: &'a std::sync::OnceLock<crate::quotes::ValueIndex>,
     related: &taxonomy::Related,
     index: usize,
 ) -> Result<cache::Output, Diagnostic> {
@@ -574,7 +579,17 @@ pub fn chapter_page<'a>(
     context.insert("toc", toc(&chapter.doc.headings));
     context.insert("chapter_list", chapter_list(series, &base, index));
     // Every value the chapter's experiments recorded, e.g. `{{ values["entropy.dot"] }}`.
-    context.insert("values", values.chapter(&chapter.slug));
+    // They are the chapter's results, so its run's identity keys them; the index of every
+    // chapter's values is made only when a page is rendered.
+    context.insert_with(
+        "values",
+        &chapter.run.as_ref().map(|r| r.identity()),
+        move || {
+            values
+                .get_or_init(|| crate::quotes::ValueIndex::new(series))
+                .chapter(&chapter.slug)
+        },
+    );
     context.insert(
         "prev",
         index.checked_sub(1).map(|i| link(&series.chapters[i])),

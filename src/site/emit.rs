@@ -10,7 +10,6 @@ use rayon::prelude::*;
 
 use crate::content::Series;
 use crate::diagnostic::Diagnostic;
-use crate::quotes;
 use crate::render;
 use crate::render::Page;
 use crate::render::cache::Output;
@@ -33,7 +32,7 @@ pub(super) fn render_site(
     let store = render::cache::Blobs::open(render::cache::pages_dir(&series.root));
     let templates = render::Templates::load(&series.root, store)?;
     timings.lap("templates");
-    let values = quotes::ValueIndex::new(series);
+    let values = std::sync::OnceLock::new();
     let related = render::taxonomy::Related::new(series);
     let mut files: Files = Vec::new();
     let mut errors = Vec::new();
