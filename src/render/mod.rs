@@ -114,6 +114,9 @@ impl AsRef<Bound> for Page {
 pub struct Templates {
     tera: Tera,
     fingerprint: String,
+    /// Per template name: every text it is rendered from (itself and what it extends,
+    /// includes and imports, transitively), for [`Templates::may_read`].
+    reach: std::collections::HashMap<String, Vec<String>>,
     /// Where pages are kept ([`cache::Blobs::off`] when a template is impure).
     store: cache::Blobs,
     /// The store on disk, pruned after the build.
@@ -123,7 +126,7 @@ pub struct Templates {
 impl Templates {
     /// Loads the templates (see [`load_templates`]); pages are kept in `store`.
     pub fn load(root: &Path, store: cache::Blobs) -> Result<Self, Vec<Diagnostic>> {
-        let (tera, fingerprint, impure) = load_templates_keyed(root)?;
+        let (tera, fingerprint, impure, reach) = load_templates_keyed(root)?;
         // A template that asks for the time, a random number or the environment renders
         // differently with the same context: its pages are always rendered afresh, and what
         // earlier builds kept goes at the prune.
@@ -135,8 +138,35 @@ impl Templates {
         Ok(Templates {
             tera,
             fingerprint,
+            reach,
             store,
             kept,
+        })
+    }
+
+    /// Whether rendering `template` may read the attribute `field` of a value (`x.field`,
+    /// `x["field"]`). Conservative: an unknown template, a computed subscript (`x[name]`),
+    /// `json_encode` or `__tera_context` may read anything. A page whose template cannot read
+    /// a value leaves it out of its context and so out of its key: the index does not render
+    /// again when only a chapter's body changed.
+    pub fn may_read(&self, template: &str, field: &str) -> bool {
+        let Some(texts) = self.reach.get(template) else {
+            return true;
+        };
+        let named = [
+            format!(".{field}"),
+            format!("[\"{field}\"]"),
+            format!("['{field}']"),
+        ];
+        texts.iter().any(|text| {
+            text.contains("json_encode")
+                || text.contains("__tera_context")
+                || computed_subscript(text)
+                || named.iter().any(|n| {
+                    text.match_indices(n.as_str()).any(|(at, _)| {
+                        !text[at + n.len()..].starts_with(|c: char| c.is_alphanumeric() || c == '_')
+                    })
+                })
         })
     }
 
@@ -224,7 +254,7 @@ impl<'a> PageContext<'a> {
 
 /// Loads the templates: embedded defaults, overridden by `root/templates/*.html`.
 pub fn load_templates(root: &Path) -> Result<Tera, Vec<Diagnostic>> {
-    load_templates_keyed(root).map(|(tera, _, _)| tera)
+    load_templates_keyed(root).map(|(tera, ..)| tera)
 }
 
 /// Tera's functions whose result is not decided by the context (`now` and `get_random` exist
@@ -234,7 +264,18 @@ const IMPURE_FUNCTIONS: [&str; 3] = ["now(", "get_random(", "get_env("];
 
 /// The templates, a hash of every name and text among them, and whether any calls one of
 /// [`IMPURE_FUNCTIONS`].
-fn load_templates_keyed(root: &Path) -> Result<(Tera, String, bool), Vec<Diagnostic>> {
+#[allow(clippy::type_complexity)]
+fn load_templates_keyed(
+    root: &Path,
+) -> Result<
+    (
+        Tera,
+        String,
+        bool,
+        std::collections::HashMap<String, Vec<String>>,
+    ),
+    Vec<Diagnostic>,
+> {
     let mut templates: Vec<(String, String, String)> = DEFAULT_TEMPLATES
         .iter()
         .map(|(n, t)| (n.to_string(), t.to_string(), format!("(built-in) {n}")))
@@ -280,9 +321,59 @@ fn load_templates_keyed(root: &Path) -> Result<(Tera, String, bool), Vec<Diagnos
     let impure = pairs
         .iter()
         .any(|(_, text)| IMPURE_FUNCTIONS.iter().any(|f| text.contains(f)));
+    let reach = template_reach(&pairs);
     tera.add_raw_templates(pairs)
         .map_err(|e| vec![template_error(&e, "templates")])?;
-    Ok((tera, key.finish(), impure))
+    Ok((tera, key.finish(), impure, reach))
+}
+
+/// Per template: its text and the texts of the templates it names in `extends`, `include`
+/// and `import` tags, transitively.
+fn template_reach(pairs: &[(String, String)]) -> std::collections::HashMap<String, Vec<String>> {
+    static NAMED: std::sync::LazyLock<regex_lite::Regex> = std::sync::LazyLock::new(|| {
+        regex_lite::Regex::new(r#"\{%-?\s*(?:extends|include|import)\s+["']([^"']+)["']"#)
+            .expect("a valid pattern")
+    });
+    let texts: std::collections::HashMap<&str, &str> = pairs
+        .iter()
+        .map(|(n, t)| (n.as_str(), t.as_str()))
+        .collect();
+    pairs
+        .iter()
+        .map(|(name, _)| {
+            let mut seen = vec![name.as_str()];
+            let mut next = 0;
+            while next < seen.len() {
+                let text = texts.get(seen[next]).copied().unwrap_or_default();
+                for found in NAMED.captures_iter(text) {
+                    let named = found.get(1).map_or("", |m| m.as_str());
+                    if let Some((&n, _)) = texts.get_key_value(named)
+                        && !seen.contains(&n)
+                    {
+                        seen.push(n);
+                    }
+                }
+                next += 1;
+            }
+            let reached = seen.iter().map(|n| texts[n].to_string()).collect();
+            (name.clone(), reached)
+        })
+        .collect()
+}
+
+/// Whether a template subscripts a value with something other than a string or number
+/// literal (`x[name]`), which may read any field.
+fn computed_subscript(text: &str) -> bool {
+    static COMPUTED: std::sync::LazyLock<regex_lite::Regex> = std::sync::LazyLock::new(|| {
+        regex_lite::Regex::new(r#"[\w\)\]]\[\s*[^\s\d\]"']"#).expect("a valid pattern")
+    });
+    // Only inside tags and expressions: prose and HTML outside them may hold brackets.
+    static EXPRESSION: std::sync::LazyLock<regex_lite::Regex> = std::sync::LazyLock::new(|| {
+        regex_lite::Regex::new(r"(?s)\{\{.*?\}\}|\{%.*?%\}").expect("a valid pattern")
+    });
+    EXPRESSION
+        .find_iter(text)
+        .any(|expression| COMPUTED.is_match(expression.as_str()))
 }
 
 /// A Tera error with its whole cause chain (Tera puts the useful part in the sources).
@@ -354,7 +445,10 @@ pub struct ChapterView<'a> {
     tags: &'a [String],
     category: Option<&'a str>,
     summary: Option<&'a str>,
-    content: cache::Digested<'a>,
+    /// The body; left out (see [`ChapterView::without_content`]) where the template cannot
+    /// read it, so that the page's key does not change with every body.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    content: Option<cache::Digested<'a>>,
     permalink: String,
     updated: String,
     tag_links: Vec<TermLink>,
@@ -397,13 +491,24 @@ impl<'a> ChapterView<'a> {
                 .map(|c| TermLink::new(base_path, taxonomy, Kind::Category, c)),
             category: chapter.front.category.as_deref(),
             summary: chapter.front.summary.as_deref(),
-            content: cache::Digested::new(&chapter.html, &chapter.digest),
+            content: Some(cache::Digested::new(&chapter.html, &chapter.digest)),
             updated: chapter
                 .front
                 .date_string()
                 .map(|d| format!("{d}T00:00:00Z"))
                 .unwrap_or_default(),
         }
+    }
+}
+
+impl ChapterView<'_> {
+    /// Without the body, unless `read` (whether the page's template may read it:
+    /// [`Templates::may_read`], asked once per page kind).
+    pub fn with_content(mut self, read: bool) -> Self {
+        if !read {
+            self.content = None;
+        }
+        self
     }
 }
 
@@ -617,10 +722,11 @@ pub fn index_page(
     intro_html: &str,
 ) -> Result<cache::Output, Diagnostic> {
     let site = SiteView::new(&series.config);
+    let read = templates.may_read("index.html", "content");
     let chapters: Vec<ChapterView<'_>> = series
         .chapters
         .iter()
-        .map(|c| ChapterView::new(c, &site.base_path, &series.taxonomy))
+        .map(|c| ChapterView::new(c, &site.base_path, &series.taxonomy).with_content(read))
         .collect();
     let mut context = PageContext::new();
     context.insert("chapters", chapters);
@@ -671,11 +777,15 @@ pub fn feed(
 ) -> Result<cache::Output, Diagnostic> {
     let site = SiteView::new(&series.config);
     let with_appendices = template != "atom.xml";
+    let read = templates.may_read(template, "content");
     let mut chapters: Vec<ChapterView<'_>> = series
         .chapters
         .iter()
         .filter(|c| with_appendices || !c.is_appendix())
-        .map(|c| ChapterView::with_base_url(c, &site.base_path, &site.base_url, &series.taxonomy))
+        .map(|c| {
+            ChapterView::with_base_url(c, &site.base_path, &site.base_url, &series.taxonomy)
+                .with_content(read)
+        })
         .collect();
     chapters.sort_by(|a, b| b.updated.cmp(&a.updated).then(b.number.cmp(&a.number)));
     // The feed's own time is its newest entry's: the same sources give the same bytes.
@@ -689,4 +799,71 @@ pub fn feed(
     context.insert("updated", updated);
     context.insert("site", site);
     templates.render(template, context)
+}
+
+#[cfg(test)]
+mod reads_tests {
+    use super::*;
+
+    fn templates(pairs: &[(&str, &str)]) -> Templates {
+        let pairs: Vec<(String, String)> = pairs
+            .iter()
+            .map(|(n, t)| (n.to_string(), t.to_string()))
+            .collect();
+        let mut tera = Tera::default();
+        tera.add_raw_templates(pairs.clone()).unwrap();
+        Templates {
+            tera,
+            fingerprint: String::new(),
+            reach: template_reach(&pairs),
+            store: cache::Blobs::off(),
+            kept: cache::Blobs::off(),
+        }
+    }
+
+    /// A field is read where the template or anything it extends, includes or imports names
+    /// it, and may be read wherever a computed subscript, `json_encode` or the whole context
+    /// appear; a longer field of the same prefix is not it.
+    #[test]
+    fn a_template_reads_what_it_or_its_parents_name() {
+        let t = templates(&[
+            ("base.html", "{% block body %}{% endblock body %}"),
+            (
+                "index.html",
+                r#"{% extends "base.html" %}{% block body %}{{ c.title }}{% endblock body %}"#,
+            ),
+            (
+                "list.html",
+                r#"{% extends "base.html" %}{% block body %}{{ c.contents }}{% endblock body %}"#,
+            ),
+            ("parent.html", r#"{% include "part.html" %}"#),
+            ("part.html", r#"{{ c["content"] }}"#),
+            ("child.html", r#"{% extends "parent.html" %}"#),
+            ("computed.html", "{% for k in keys %}{{ c[k] }}{% endfor %}"),
+            ("literal.html", "{{ c[0] }} <p>[x]</p>"),
+            ("dump.html", "{{ c | json_encode }}"),
+        ]);
+        assert!(!t.may_read("index.html", "content"));
+        assert!(t.may_read("index.html", "title"));
+        assert!(!t.may_read("list.html", "content"));
+        assert!(t.may_read("child.html", "content"));
+        assert!(t.may_read("computed.html", "content"));
+        assert!(!t.may_read("literal.html", "content"));
+        assert!(t.may_read("dump.html", "content"));
+        assert!(t.may_read("unknown.html", "content"));
+    }
+
+    /// The series' own templates: the chapter page, the print page and the feed read the
+    /// bodies; the index, the sitemap and the tag pages do not.
+    #[test]
+    fn the_built_in_index_sitemap_and_tag_pages_do_not_read_bodies() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = Templates::load(dir.path(), cache::Blobs::off()).unwrap();
+        for page in ["chapter.html", "print.html", "atom.xml"] {
+            assert!(t.may_read(page, "content"), "{page}");
+        }
+        for page in ["index.html", "sitemap.xml", "taxonomy.html"] {
+            assert!(!t.may_read(page, "content"), "{page}");
+        }
+    }
 }

@@ -207,13 +207,14 @@ pub fn pages(
     series: &Series<Page>,
 ) -> Result<Vec<(PathBuf, super::cache::Output)>, Diagnostic> {
     let site = SiteView::new(&series.config);
+    let read = templates.may_read("taxonomy.html", "content");
     let mut files = Vec::new();
     for kind in [Kind::Tag, Kind::Category] {
         for (term, chapters) in index(series, kind) {
             let name = &term.name;
             let views: Vec<ChapterView<'_>> = chapters
                 .iter()
-                .map(|c| ChapterView::new(c, &site.base_path, &series.taxonomy))
+                .map(|c| ChapterView::new(c, &site.base_path, &series.taxonomy).with_content(read))
                 .collect();
             let mut context = PageContext::new();
             context.insert("site", &site);
