@@ -195,6 +195,17 @@ mod tests {
     }
 
     #[test]
+    fn every_key_is_listed_in_the_authoring_guide() {
+        let doc = include_str!("../docs/authoring.md");
+        for key in keys() {
+            assert!(
+                doc.contains(&format!("| `{key}` |")),
+                "docs/authoring.md §9.4 does not list `{key}`"
+            );
+        }
+    }
+
+    #[test]
     fn fill_replaces_named_placeholders_and_keeps_others() {
         assert_eq!(
             fill_text("第 {n} 篇 {x}", &[("n", &3)]),
