@@ -15,32 +15,32 @@
  * the button's text, title and aria-label, and removes its `hidden` attribute, so the template
  * can ship the button hidden for readers without JavaScript.
  */
+// The interface's words, in the site's language: the page carries them as JSON
+// (<script type="application/json" id="attnbook-messages">, from src/messages/*.toml).
+var ATTNBOOK_MESSAGES = (function () {
+  try {
+    var node = document.getElementById("attnbook-messages");
+    return node ? JSON.parse(node.textContent) : {};
+  } catch (e) {
+    return {};
+  }
+})();
+
+// The message `key` with each {name} replaced by values[name]; the key itself if the page
+// has no such message (a site template without the JSON).
+function attnbookMsg(key, values) {
+  var text = Object.prototype.hasOwnProperty.call(ATTNBOOK_MESSAGES, key) ? ATTNBOOK_MESSAGES[key] : key;
+  return String(text).replace(/\{(\w+)\}/g, function (all, name) {
+    return values && Object.prototype.hasOwnProperty.call(values, name) ? String(values[name]) : all;
+  });
+}
+
 (function () {
   "use strict";
 
   var KEY = "attnbook-theme";
 
-  // The interface's words, in the site's language: the page carries them as JSON
-  // (<script type="application/json" id="attnbook-messages">, from src/messages/*.toml).
-  var MESSAGES = (function () {
-    try {
-      var node = document.getElementById("attnbook-messages");
-      return node ? JSON.parse(node.textContent) : {};
-    } catch (e) {
-      return {};
-    }
-  })();
-
-  // The message `key` with each {name} replaced by values[name]; the key itself if the page
-  // has no such message (a site template without the JSON).
-  function msg(key, values) {
-    var text = Object.prototype.hasOwnProperty.call(MESSAGES, key) ? MESSAGES[key] : key;
-    return String(text).replace(/\{(\w+)\}/g, function (all, name) {
-      return values && Object.prototype.hasOwnProperty.call(values, name) ? String(values[name]) : all;
-    });
-  }
-
-  var LABELS = { auto: msg("theme_auto"), light: msg("theme_light"), dark: msg("theme_dark") };
+  var LABELS = { auto: attnbookMsg("theme_auto"), light: attnbookMsg("theme_light"), dark: attnbookMsg("theme_dark") };
   var root = document.documentElement;
 
   function stored() {
@@ -86,7 +86,7 @@
 
   function label(button, mode) {
     button.textContent = LABELS[mode];
-    var text = msg("theme_title", { mode: LABELS[mode], next: LABELS[next(mode)] });
+    var text = attnbookMsg("theme_title", { mode: LABELS[mode], next: LABELS[next(mode)] });
     button.setAttribute("title", text);
     button.setAttribute("aria-label", text);
   }
@@ -161,14 +161,14 @@
     var button = document.createElement("button");
     button.type = "button";
     button.className = "copy-code";
-    button.textContent = msg("copy");
-    button.setAttribute("aria-label", msg("copy_label"));
+    button.textContent = attnbookMsg("copy");
+    button.setAttribute("aria-label", attnbookMsg("copy_label"));
     button.addEventListener("click", function () {
       copy(code.innerText).then(
-        function () { button.textContent = msg("copied"); },
-        function () { button.textContent = msg("copy_failed"); }
+        function () { button.textContent = attnbookMsg("copied"); },
+        function () { button.textContent = attnbookMsg("copy_failed"); }
       );
-      setTimeout(function () { button.textContent = msg("copy"); }, 1500);
+      setTimeout(function () { button.textContent = attnbookMsg("copy"); }, 1500);
     });
     return button;
   }
@@ -179,9 +179,9 @@
     button.className = "toggle-hidden";
     function label() {
       var shown = pre.classList.contains("show-hidden");
-      button.textContent = shown ? msg("hidden_hide") : msg("hidden_show");
+      button.textContent = shown ? attnbookMsg("hidden_hide") : attnbookMsg("hidden_show");
       button.setAttribute("aria-pressed", shown ? "true" : "false");
-      button.setAttribute("title", msg("hidden_title"));
+      button.setAttribute("title", attnbookMsg("hidden_title"));
     }
     button.addEventListener("click", function () {
       pre.classList.toggle("show-hidden");
@@ -359,7 +359,7 @@
     if (quote.getAttribute("href")) {
       var follow = document.createElement("a");
       follow.href = quote.getAttribute("href");
-      follow.textContent = msg("follow_code");
+      follow.textContent = attnbookMsg("follow_code");
       tip.appendChild(document.createElement("br"));
       tip.appendChild(follow);
     }
@@ -447,7 +447,7 @@
       var p = document.createElement("p");
       p.className = "scroll-hint";
       p.setAttribute("aria-hidden", "true");
-      p.textContent = msg("table_scroll");
+      p.textContent = attnbookMsg("table_scroll");
       box.parentNode.insertBefore(p, box);
     } else if (!scrolls && has) {
       before.parentNode.removeChild(before);
@@ -634,7 +634,7 @@
       var follow = document.createElement("a");
       follow.href = link.href;
       follow.className = "preview-follow";
-      follow.textContent = msg("follow_link", { text: link.textContent.trim() });
+      follow.textContent = attnbookMsg("follow_link", { text: link.textContent.trim() });
       tip.appendChild(para("", [follow]));
     }
     tip.addEventListener("mouseenter", function () { clearTimeout(timer); });
