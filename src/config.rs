@@ -63,6 +63,10 @@ pub struct Config {
     /// The print page: the whole series on one page (`print.html`).
     #[serde(default)]
     pub print: Switch,
+    /// `[messages]`: the site's own text for single interface messages (key = "text"), over
+    /// the catalogue of `language` ([`crate::messages`]).
+    #[serde(default)]
+    pub messages: BTreeMap<toml::Spanned<String>, toml::Spanned<String>>,
     /// Problems that do not stop the build (characters XML forbids in a value), at their keys.
     #[serde(skip)]
     pub warnings: Vec<Diagnostic>,
@@ -160,12 +164,87 @@ impl Config {
         let problems: Vec<Diagnostic> = base_url_problem(path, text, &config.base_url)
             .into_iter()
             .chain(repository_problem(path, text, config.repository.clone()))
+            .chain(config.message_problems(path, text))
             .collect();
         if !problems.is_empty() {
             return Err(problems);
         }
         config.warnings = config.forbidden_characters(path, text);
         Ok(config)
+    }
+
+    /// The catalogue of the site's `language` with its `[messages]` overrides applied
+    /// (the default language's if `language` has none, which [`Config::parse`] reports).
+    pub fn catalogue(&self) -> crate::messages::Catalogue {
+        let mut catalogue = crate::messages::Catalogue::builtin(&self.language)
+            .or_else(|| crate::messages::Catalogue::builtin(crate::messages::DEFAULT_LANGUAGE))
+            .expect("the default language has a catalogue");
+        for (key, text) in &self.messages {
+            if let Some(slot) = catalogue.messages.get_mut(key.get_ref()) {
+                *slot = text.get_ref().clone();
+            }
+        }
+        catalogue
+    }
+
+    /// An unknown `language` (at its value, listing the known ones) and every unknown key of
+    /// `[messages]` (at the key, with the closest known keys).
+    fn message_problems(&self, path: &Path, text: &str) -> Vec<Diagnostic> {
+        let mut problems = Vec::new();
+        let languages = crate::messages::languages();
+        if !languages.contains(&self.language.as_str()) {
+            let at = value_span(text, "language").unwrap_or(0..0);
+            problems.push(
+                Diagnostic::error(format!(
+                    "unknown `language` `{}`: the interface has a catalogue for {}",
+                    self.language,
+                    languages
+                        .iter()
+                        .map(|l| format!("`{l}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))
+                .at(Location::in_source(path, text, at))
+                .with_help(
+                    "set `language` to one of them; single messages can be replaced under `[messages]`",
+                ),
+            );
+        }
+        let keys = crate::messages::keys();
+        for key in self.messages.keys() {
+            if keys.iter().any(|k| k == key.get_ref()) {
+                continue;
+            }
+            let mut close: Vec<(f64, &String)> = keys
+                .iter()
+                .map(|k| (strsim::jaro_winkler(k, key.get_ref()), k))
+                .filter(|(score, _)| *score > 0.75)
+                .collect();
+            close.sort_by(|a, b| b.0.total_cmp(&a.0));
+            let help = if close.is_empty() {
+                "the keys are those of src/messages/en.toml (listed in docs/authoring.md)"
+                    .to_string()
+            } else {
+                format!(
+                    "did you mean {}?",
+                    close
+                        .iter()
+                        .take(3)
+                        .map(|(_, k)| format!("`{k}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            };
+            problems.push(
+                Diagnostic::error(format!(
+                    "unknown message key `{}` in `[messages]`",
+                    key.get_ref()
+                ))
+                .at(Location::in_source(path, text, key.span()))
+                .with_help(help),
+            );
+        }
+        problems
     }
 
     /// A TOML escape (`\u000c`) puts in a string what the file itself may not hold: every text

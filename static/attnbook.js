@@ -15,11 +15,32 @@
  * the button's text, title and aria-label, and removes its `hidden` attribute, so the template
  * can ship the button hidden for readers without JavaScript.
  */
+// The interface's words, in the site's language: the page carries them as JSON
+// (<script type="application/json" id="attnbook-messages">, from src/messages/*.toml).
+var ATTNBOOK_MESSAGES = (function () {
+  try {
+    var node = document.getElementById("attnbook-messages");
+    return node ? JSON.parse(node.textContent) : {};
+  } catch (e) {
+    return {};
+  }
+})();
+
+// The message `key` with each {name} replaced by values[name]; the key itself if the page
+// has no such message (a site template without the JSON).
+function attnbookMsg(key, values) {
+  var text = Object.prototype.hasOwnProperty.call(ATTNBOOK_MESSAGES, key) ? ATTNBOOK_MESSAGES[key] : key;
+  return String(text).replace(/\{(\w+)\}/g, function (all, name) {
+    return values && Object.prototype.hasOwnProperty.call(values, name) ? String(values[name]) : all;
+  });
+}
+
 (function () {
   "use strict";
 
   var KEY = "attnbook-theme";
-  var LABELS = { auto: "自动", light: "浅色", dark: "深色" };
+
+  var LABELS = { auto: attnbookMsg("theme_auto"), light: attnbookMsg("theme_light"), dark: attnbookMsg("theme_dark") };
   var root = document.documentElement;
 
   function stored() {
@@ -65,7 +86,7 @@
 
   function label(button, mode) {
     button.textContent = LABELS[mode];
-    var text = "主题：" + LABELS[mode] + "（点击切换为" + LABELS[next(mode)] + "）";
+    var text = attnbookMsg("theme_title", { mode: LABELS[mode], next: LABELS[next(mode)] });
     button.setAttribute("title", text);
     button.setAttribute("aria-label", text);
   }
@@ -140,14 +161,14 @@
     var button = document.createElement("button");
     button.type = "button";
     button.className = "copy-code";
-    button.textContent = "复制";
-    button.setAttribute("aria-label", "复制代码");
+    button.textContent = attnbookMsg("copy");
+    button.setAttribute("aria-label", attnbookMsg("copy_label"));
     button.addEventListener("click", function () {
       copy(code.innerText).then(
-        function () { button.textContent = "已复制"; },
-        function () { button.textContent = "复制失败"; }
+        function () { button.textContent = attnbookMsg("copied"); },
+        function () { button.textContent = attnbookMsg("copy_failed"); }
       );
-      setTimeout(function () { button.textContent = "复制"; }, 1500);
+      setTimeout(function () { button.textContent = attnbookMsg("copy"); }, 1500);
     });
     return button;
   }
@@ -158,9 +179,9 @@
     button.className = "toggle-hidden";
     function label() {
       var shown = pre.classList.contains("show-hidden");
-      button.textContent = shown ? "收起隐藏行" : "显示隐藏行";
+      button.textContent = shown ? attnbookMsg("hidden_hide") : attnbookMsg("hidden_show");
       button.setAttribute("aria-pressed", shown ? "true" : "false");
-      button.setAttribute("title", "显示或收起编译但不展示的代码行");
+      button.setAttribute("title", attnbookMsg("hidden_title"));
     }
     button.addEventListener("click", function () {
       pre.classList.toggle("show-hidden");
@@ -338,7 +359,7 @@
     if (quote.getAttribute("href")) {
       var follow = document.createElement("a");
       follow.href = quote.getAttribute("href");
-      follow.textContent = "查看记录它的代码";
+      follow.textContent = attnbookMsg("follow_code");
       tip.appendChild(document.createElement("br"));
       tip.appendChild(follow);
     }
@@ -426,7 +447,7 @@
       var p = document.createElement("p");
       p.className = "scroll-hint";
       p.setAttribute("aria-hidden", "true");
-      p.textContent = "表格较宽，左右滑动可看全 →";
+      p.textContent = attnbookMsg("table_scroll");
       box.parentNode.insertBefore(p, box);
     } else if (!scrolls && has) {
       before.parentNode.removeChild(before);
@@ -613,7 +634,7 @@
       var follow = document.createElement("a");
       follow.href = link.href;
       follow.className = "preview-follow";
-      follow.textContent = "前往 " + link.textContent.trim();
+      follow.textContent = attnbookMsg("follow_link", { text: link.textContent.trim() });
       tip.appendChild(para("", [follow]));
     }
     tip.addEventListener("mouseenter", function () { clearTimeout(timer); });

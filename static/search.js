@@ -5,7 +5,7 @@
  * Markup, in the site header:
  *
  *   <div class="search" role="search" hidden>
- *     <input type="search" class="site-search" placeholder="搜索" aria-label="搜索讲义"
+ *     <input type="search" class="site-search" placeholder="Search" aria-label="Search the book"
  *            autocomplete="off" spellcheck="false" data-index="/base/search-index.json">
  *   </div>
  *   <script src="/base/search.js" defer></script>
@@ -29,6 +29,26 @@
  */
 (function () {
   "use strict";
+
+  // The interface's words, in the site's language: the page carries them as JSON
+  // (<script type="application/json" id="attnbook-messages">, from src/messages/*.toml).
+  var MESSAGES = (function () {
+    try {
+      var node = typeof document !== "undefined" && document.getElementById("attnbook-messages");
+      return node ? JSON.parse(node.textContent) : {};
+    } catch (e) {
+      return {};
+    }
+  })();
+
+  // The message `key` with each {name} replaced by values[name]; the key itself if the page
+  // has no such message (a site template without the JSON).
+  function msg(key, values) {
+    var text = Object.prototype.hasOwnProperty.call(MESSAGES, key) ? MESSAGES[key] : key;
+    return String(text).replace(/\{(\w+)\}/g, function (all, name) {
+      return values && Object.prototype.hasOwnProperty.call(values, name) ? String(values[name]) : all;
+    });
+  }
 
   var VERSION = 3; // of search-index.json
   var MAX_RESULTS = 10;
@@ -378,7 +398,7 @@
     status.setAttribute("role", "status");
     var list = el("ul", "search-results");
     list.id = id;
-    list.setAttribute("aria-label", "搜索结果");
+    list.setAttribute("aria-label", msg("search_results"));
     panel.appendChild(status);
     panel.appendChild(list);
     panel.hidden = true;
@@ -408,17 +428,18 @@
       }
       open(true);
       if (failed) {
-        status.textContent = "搜索索引加载失败，请刷新页面重试。";
+        status.textContent = msg("search_failed");
         return;
       }
       if (!index) {
-        status.textContent = "正在加载搜索索引…";
+        status.textContent = msg("search_loading");
         return;
       }
       var hits = search(index, query);
       status.textContent = hits.length
-        ? "找到 " + hits.length + " 处" + (hits.length > MAX_RESULTS ? "，显示前 " + MAX_RESULTS + " 处" : "")
-        : "没有找到“" + query + "”";
+        ? msg("search_found", { n: hits.length }) +
+          (hits.length > MAX_RESULTS ? msg("search_found_more", { max: MAX_RESULTS }) : "")
+        : msg("search_none", { query: query });
       hits.slice(0, MAX_RESULTS).forEach(function (hit) {
         var li = el("li");
         var a = marked(el("a"), hit.label);

@@ -55,6 +55,39 @@ fn init_builds_and_verifies(language: &str) {
     let verify = attnbook(&["--root", site_arg, "verify"]);
     assert!(verify.status.success(), "{}", text(&verify));
     assert!(text(&verify).contains("0 drifted"), "{}", text(&verify));
+    interface_is_in(language, &site.join("public"));
+}
+
+/// Every page of the built site speaks the site's language: an English site's pages hold no
+/// CJK character at all (its content, from `init`, is English too), a Chinese site's pages
+/// carry the Chinese navigation.
+fn interface_is_in(language: &str, public: &Path) {
+    let mut pages = Vec::new();
+    collect_pages(public, &mut pages);
+    assert!(pages.len() >= 5, "{pages:?}");
+    for page in &pages {
+        let html = std::fs::read_to_string(page).unwrap();
+        let cjk: String = html
+            .chars()
+            .filter(|c| matches!(*c as u32, 0x2E80..=0x9FFF | 0xF900..=0xFAFF | 0xFF00..=0xFFEF))
+            .collect();
+        if language == "en" {
+            assert!(cjk.is_empty(), "{}: {cjk}", page.display());
+        } else if !page.ends_with("print.html") {
+            assert!(html.contains("站点导航"), "{}", page.display());
+        }
+    }
+}
+
+fn collect_pages(dir: &Path, pages: &mut Vec<std::path::PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            collect_pages(&path, pages);
+        } else if path.extension().is_some_and(|e| e == "html") {
+            pages.push(path);
+        }
+    }
 }
 
 #[test]

@@ -255,6 +255,7 @@ pub fn load_config(root: &Path) -> Result<Config, Vec<Diagnostic>> {
     let mut config = Config::parse(path, &text)?;
     let problems = config.lab.check_inputs(root, path, &text);
     if problems.is_empty() {
+        crate::messages::install(config.catalogue());
         Ok(config)
     } else {
         Err(problems)

@@ -46,7 +46,7 @@ impl ClaimBinding {
             holds: None,
             values: Vec::new(),
             source: None,
-            title: format!("未检验：{rule}（实验没有结果）"),
+            title: crate::messages::fill("claim_untested_title", &[("rule", &rule)]),
         }
     }
 }
@@ -99,13 +99,28 @@ pub fn bind_claim(
         source,
         title: String::new(),
     };
-    binding.title = format!(
-        "{rule}：{}；{}",
-        binding.values_text(),
-        if holds { "成立" } else { "不成立" }
+    binding.title = crate::messages::fill(
+        "claim_title",
+        &[
+            ("rule", &rule),
+            ("values", &binding.values_text()),
+            (
+                "verdict",
+                &crate::messages::get(if holds {
+                    "status_holds"
+                } else {
+                    "status_fails"
+                }),
+            ),
+        ],
     );
     if let Some(source) = &binding.source {
-        let _ = write!(binding.title, "；{}", source_text(source));
+        let _ = write!(
+            binding.title,
+            "{}{}",
+            crate::messages::get("title_join"),
+            source_text(source)
+        );
     }
     Ok(binding)
 }

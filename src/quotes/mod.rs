@@ -406,7 +406,12 @@ pub fn bind_page<C: AsRef<Ran>>(series: &Series<C>, ran: Ran) -> (Bound, Vec<Dia
 /// rest of it).
 fn with_source(mut binding: Binding, source: Option<Source>) -> Binding {
     if let Some(source) = &source {
-        let _ = write!(binding.title, "；{}", source_text(source));
+        let _ = write!(
+            binding.title,
+            "{}{}",
+            crate::messages::get("title_join"),
+            source_text(source)
+        );
     }
     binding.source = source;
     binding
@@ -416,11 +421,11 @@ fn with_source(mut binding: Binding, source: Option<Source>) -> Binding {
 /// `记录于 other 第 12 行`.
 pub fn source_text(source: &Source) -> String {
     if source.local {
-        format!("记录于第 {} 行（点击查看代码）", source.line)
+        crate::messages::fill("quote_source_here", &[("line", &source.line)])
     } else {
-        format!(
-            "记录于 {} 第 {} 行（点击查看代码）",
-            source.chapter, source.line
+        crate::messages::fill(
+            "quote_source_other",
+            &[("chapter", &source.chapter), ("line", &source.line)],
         )
     }
 }
@@ -430,7 +435,7 @@ fn unbound(chapter: &Chapter, quote: &QuoteSyntax) -> Binding {
     Binding {
         name: quote.name.clone(),
         shown: format!("{}{text}{}", quote.prefix, quote.suffix),
-        title: format!("未知的值 {}", quote.name),
+        title: crate::messages::fill("quote_unknown", &[("name", &quote.name)]),
         status: Status::Unbound,
         rerun: None,
         formatted: text.to_string(),
@@ -459,13 +464,15 @@ pub fn bind_relative(quote: &QuoteSyntax, relation: &Relation, rerun: f64, rhs: 
     Binding {
         name: quote.name.clone(),
         shown: format!("{}{formatted}{}", quote.prefix, quote.suffix),
-        title: format!(
-            "实验值 {}；原文 {}；规则：{} {}（右边 = {}）",
-            tooltip_value(&quote.number, rerun),
-            format_like(&quote.number, quote.number.value),
-            quote.name,
-            relation.text,
-            claims::short(rhs)
+        title: crate::messages::fill(
+            "quote_title_relative",
+            &[
+                ("value", &tooltip_value(&quote.number, rerun)),
+                ("quoted", &format_like(&quote.number, quote.number.value)),
+                ("name", &quote.name),
+                ("relation", &relation.text),
+                ("rhs", &claims::short(rhs)),
+            ],
         ),
         status: if ok { Status::Ok } else { Status::Drift },
         rerun: Some(rerun),
@@ -483,16 +490,21 @@ pub fn bind_one(quote: &QuoteSyntax, rerun: f64) -> Binding {
     Binding {
         name: quote.name.clone(),
         shown: format!("{}{formatted}{}", quote.prefix, quote.suffix),
-        title: format!(
-            "实验值 {}{}；原文 {}；规则：{}",
-            tooltip_value(&quote.number, rerun),
-            if rerun.is_finite() {
-                ""
-            } else {
-                "（不是有限数）"
-            },
-            format_like(&quote.number, quote.number.value),
-            page_rule_text(quote.tolerance, &quote.number)
+        title: crate::messages::fill(
+            "quote_title",
+            &[
+                ("value", &tooltip_value(&quote.number, rerun)),
+                (
+                    "not_finite",
+                    &if rerun.is_finite() {
+                        String::new()
+                    } else {
+                        crate::messages::get("quote_not_finite")
+                    },
+                ),
+                ("quoted", &format_like(&quote.number, quote.number.value)),
+                ("rule", &page_rule_text(quote.tolerance, &quote.number)),
+            ],
         ),
         status: if ok { Status::Ok } else { Status::Drift },
         rerun: Some(rerun),
@@ -711,18 +723,19 @@ pub fn rule_text(tolerance: Tolerance, quoted: &QuotedNumber) -> String {
     }
 }
 
-/// The rule in the words of the page's hover text. The page's UI strings are Chinese
-/// (DESIGN §5, "Chinese first"), so an English rule in the middle of them would read as a slip.
+/// The rule in the words of the page's hover text, in the site's language
+/// ([`crate::messages`]): a rule in another language than the rest of the page reads as a slip.
 pub fn page_rule_text(tolerance: Tolerance, quoted: &QuotedNumber) -> String {
+    use crate::messages::{fill, get};
     match tolerance {
-        Tolerance::Round if quoted.decimals == 0 => "四舍五入到整数".to_string(),
-        Tolerance::Round => format!("四舍五入到 {} 位小数", quoted.decimals),
-        Tolerance::Abs(t) => format!("误差不超过 ±{}", tol(t)),
-        Tolerance::Rel(p) => format!("相对误差不超过 {p}%"),
-        Tolerance::AtLeast(b) => format!("不小于 {}", tol(b)),
-        Tolerance::AtMost(b) => format!("不大于 {}", tol(b)),
-        Tolerance::Band(lo, hi) => format!("在 {} 到 {} 之间（含两端）", tol(lo), tol(hi)),
-        Tolerance::Relative => "与其他实验值比较".to_string(),
+        Tolerance::Round if quoted.decimals == 0 => get("rule_round_integer"),
+        Tolerance::Round => fill("rule_round", &[("n", &quoted.decimals)]),
+        Tolerance::Abs(t) => fill("rule_abs", &[("t", &tol(t))]),
+        Tolerance::Rel(p) => fill("rule_rel", &[("p", &p)]),
+        Tolerance::AtLeast(b) => fill("rule_at_least", &[("b", &tol(b))]),
+        Tolerance::AtMost(b) => fill("rule_at_most", &[("b", &tol(b))]),
+        Tolerance::Band(lo, hi) => fill("rule_band", &[("lo", &tol(lo)), ("hi", &tol(hi))]),
+        Tolerance::Relative => get("rule_relative"),
     }
 }
 

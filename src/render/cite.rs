@@ -151,11 +151,14 @@ pub fn render(
     // Decoded only if some chapter's citations are not cached.
     let style = std::cell::OnceCell::new();
     let mut all = Vec::new();
+    // The reference list's heading is in the site's language.
+    let heading = crate::messages::get("bibliography");
     for chapter in &series.chapters {
         let mut parts: Vec<&[u8]> = vec![
             CACHE_SALT.as_bytes(),
             bib.digest.as_bytes(),
             name.as_bytes(),
+            heading.as_bytes(),
         ];
         for citation in &chapter.doc.citations {
             parts.push(b"\0citation");
@@ -273,8 +276,9 @@ fn render_chapter(
             escape(&item.key)
         ));
     }
+    let heading = escape(&crate::messages::get("bibliography"));
     let list_html = format!(
-        "<section class=\"bibliography\">\n<h2 id=\"bibliography\"><a class=\"anchor\" href=\"#bibliography\" aria-hidden=\"true\" tabindex=\"-1\">#</a>参考文献</h2>\n<ol class=\"references\">\n{list}</ol>\n</section>\n"
+        "<section class=\"bibliography\">\n<h2 id=\"bibliography\"><a class=\"anchor\" href=\"#bibliography\" aria-hidden=\"true\" tabindex=\"-1\">#</a>{heading}</h2>\n<ol class=\"references\">\n{list}</ol>\n</section>\n"
     );
     (ChapterCitations { inline, list_html }, problems)
 }

@@ -24,7 +24,15 @@ pub fn html_with(
     let mut rejected = Vec::new();
     let mut out = String::new();
     if !glossary.terms.is_empty() {
-        out.push_str("<div class=\"table-wrap\"><table class=\"glossary\">\n<thead><tr><th>术语</th><th>英文</th><th>不用的写法</th><th>说明</th></tr></thead>\n<tbody>\n");
+        let _ = write!(
+            out,
+            "<div class=\"table-wrap\"><table class=\"glossary\">\n<thead><tr><th>{}</th><th>{}</th><th>{}</th><th>{}</th></tr></thead>\n<tbody>\n",
+            escape(&crate::messages::get("glossary_term")),
+            escape(&crate::messages::get("glossary_english")),
+            escape(&crate::messages::get("glossary_avoid")),
+            escape(&crate::messages::get("glossary_note")),
+        );
+        let separator = crate::messages::get("glossary_separator");
         for term in &glossary.terms {
             let variants: Vec<String> = term.variants.iter().map(|v| escape(v)).collect();
             let _ = writeln!(
@@ -32,7 +40,7 @@ pub fn html_with(
                 "<tr id=\"{id}\"><td>{}</td><td lang=\"en\">{}</td><td>{}</td><td>{}</td></tr>",
                 escape(&term.term),
                 escape(&term.english),
-                variants.join("、"),
+                variants.join(&separator),
                 escape(term.note.as_deref().unwrap_or_default()),
                 id = escape(&term.id()),
             );
@@ -40,7 +48,12 @@ pub fn html_with(
         out.push_str("</tbody>\n</table></div>\n");
     }
     if !glossary.notation.is_empty() {
-        out.push_str("<div class=\"table-wrap\"><table class=\"notation\">\n<thead><tr><th>记号</th><th>含义</th></tr></thead>\n<tbody>\n");
+        let _ = write!(
+            out,
+            "<div class=\"table-wrap\"><table class=\"notation\">\n<thead><tr><th>{}</th><th>{}</th></tr></thead>\n<tbody>\n",
+            escape(&crate::messages::get("notation_symbol")),
+            escape(&crate::messages::get("notation_meaning")),
+        );
         for (i, entry) in glossary.notation.iter().enumerate() {
             let symbol = symbol(i).unwrap_or_else(|e| {
                 rejected.push((i, e.message));

@@ -607,10 +607,11 @@ fn claim_end_html(
     href: Option<&str>,
 ) -> String {
     let (mark, label, title) = match binding.map(|b| (b.holds, b.title.as_str())) {
-        Some((Some(true), title)) => ("✓", "已验证的论断", title),
-        Some((Some(false), title)) => ("✗", "未通过验证的论断", title),
-        _ => ("?", "未检验的论断", ""),
+        Some((Some(true), title)) => ("✓", "claim_verified", title),
+        Some((Some(false), title)) => ("✗", "claim_failed", title),
+        _ => ("?", "claim_unchecked", ""),
     };
+    let label = escape(&crate::messages::get(label));
     let (tag, href) = match href {
         Some(href) => ("a", format!(" href=\"{}\"", escape(href))),
         None => ("span", String::new()),
@@ -692,7 +693,7 @@ fn experiment_code_html(inputs: &PageInputs<'_>, exp: &Experiment) -> String {
 /// then the site's `fold_lines`, counted in the lines a reader sees.
 fn fold_summary(exp: &Experiment, fold_lines: Option<usize>) -> Option<String> {
     let lines = exp.shown_code().trim_end().lines().count();
-    let default = || format!("代码（{lines} 行）");
+    let default = || crate::messages::fill("code_fold", &[("n", &lines)]);
     match &exp.options.fold {
         Fold::Folded(Some(summary)) => Some(summary.clone()),
         Fold::Folded(None) => Some(default()),
@@ -766,12 +767,17 @@ fn output_html(block: &BlockOutput) -> String {
     if !block.stdout.is_empty() {
         let _ = writeln!(
             out,
-            "<div class=\"experiment-output\"><span class=\"output-label\">输出</span><pre>{}</pre></div>",
+            "<div class=\"experiment-output\"><span class=\"output-label\">{}</span><pre>{}</pre></div>",
+            escape(&crate::messages::get("output_label")),
             escape(&crate::text::strip_ansi(block.stdout.trim_end()))
         );
     }
     if block.truncated {
-        out.push_str("<p class=\"experiment-note\">输出过长，已截断。</p>\n");
+        let _ = writeln!(
+            out,
+            "<p class=\"experiment-note\">{}</p>",
+            escape(&crate::messages::get("output_truncated"))
+        );
     }
     out
 }
@@ -782,7 +788,8 @@ fn figure_html(number: usize, figure: &Figure) -> String {
         .map(|w| format!(" style=\"--natural-width: {w}px\""))
         .unwrap_or_default();
     format!(
-        "<figure class=\"lab-figure\" id=\"fig-{name}\">\n<div class=\"figure-svg\"{natural}>{svg}</div>\n<figcaption><span class=\"figure-label\">图 {number}</span> {caption}</figcaption>\n</figure>\n",
+        "<figure class=\"lab-figure\" id=\"fig-{name}\">\n<div class=\"figure-svg\"{natural}>{svg}</div>\n<figcaption><span class=\"figure-label\">{label}</span> {caption}</figcaption>\n</figure>\n",
+        label = escape(&crate::messages::fill("figure_label", &[("n", &number)])),
         name = escape(&figure.name),
         svg = figure.svg,
         caption = escape(&figure.caption)
@@ -812,7 +819,8 @@ fn image_figure_html(
         ),
     };
     format!(
-        "<figure class=\"lab-figure diagram\" id=\"fig-{name}\">\n{body}\n<figcaption><span class=\"figure-label\">图 {number}</span> {caption}</figcaption>\n</figure>\n",
+        "<figure class=\"lab-figure diagram\" id=\"fig-{name}\">\n{body}\n<figcaption><span class=\"figure-label\">{label}</span> {caption}</figcaption>\n</figure>\n",
+        label = escape(&crate::messages::fill("figure_label", &[("n", &number)])),
         name = escape(&figure.name),
         caption = escape(&figure.caption)
     )
@@ -881,8 +889,9 @@ fn table_html(number: usize, table: &Table, math: &BTreeMap<String, String>) -> 
         .map(|c| format!(" {}", with_math(c, math)))
         .unwrap_or_default();
     let mut out = format!(
-        "<figure class=\"lab-table\" id=\"tab-{}\">\n<figcaption><span class=\"table-label\">表 {number}</span>{caption}</figcaption>\n<div class=\"table-wrap\"><table>\n<thead><tr>",
-        escape(&table.name)
+        "<figure class=\"lab-table\" id=\"tab-{}\">\n<figcaption><span class=\"table-label\">{label}</span>{caption}</figcaption>\n<div class=\"table-wrap\"><table>\n<thead><tr>",
+        escape(&table.name),
+        label = escape(&crate::messages::fill("table_label", &[("n", &number)])),
     );
     for header in &table.headers {
         let _ = write!(out, "<th>{}</th>", with_math(header, math));

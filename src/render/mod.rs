@@ -20,6 +20,7 @@ pub mod tex_text;
 pub mod verification;
 pub mod xref;
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde::Serialize;
@@ -310,6 +311,7 @@ fn load_templates_keyed(
     tera.autoescape_on(vec![".html", ".xml"]);
     // Tera's default escaper also escapes `/`, which makes every URL unreadable in the source.
     tera.set_escape_fn(html::escape);
+    tera.register_filter("fill", fill_filter);
     let pairs: Vec<(String, String)> = templates
         .iter()
         .map(|(n, t, _)| (n.clone(), t.clone()))
@@ -376,6 +378,34 @@ fn computed_subscript(text: &str) -> bool {
         .any(|expression| COMPUTED.is_match(expression.as_str()))
 }
 
+/// `{{ site.msg.key | fill(n=3, title=t) }}`: a message with its `{name}` placeholders replaced
+/// by the named arguments.
+fn fill_filter(
+    value: &tera::Value,
+    args: &std::collections::HashMap<String, tera::Value>,
+) -> tera::Result<tera::Value> {
+    let text = value
+        .as_str()
+        .ok_or_else(|| tera::Error::msg("`fill` applies to a message (a string)"))?;
+    let values: Vec<(String, String)> = args
+        .iter()
+        .map(|(k, v)| {
+            let shown = match v {
+                tera::Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            (k.clone(), shown)
+        })
+        .collect();
+    let pairs: Vec<(&str, &dyn std::fmt::Display)> = values
+        .iter()
+        .map(|(k, v)| (k.as_str(), v as &dyn std::fmt::Display))
+        .collect();
+    Ok(tera::Value::String(crate::messages::fill_text(
+        text, &pairs,
+    )))
+}
+
 /// A Tera error with its whole cause chain (Tera puts the useful part in the sources).
 pub fn template_error(error: &tera::Error, what: &str) -> Diagnostic {
     let mut chain = Vec::new();
@@ -409,11 +439,16 @@ pub struct SiteView<'a> {
 
     /// `[print] enabled`: the print page, linked from the navigation.
     print: bool,
+    /// The interface's words in the site's language ([`crate::messages`]).
+    msg: BTreeMap<String, String>,
+    /// The scripts' words, as JSON for the page's `<script type="application/json">`.
+    script_messages: String,
 }
 
 impl<'a> SiteView<'a> {
     /// From the config.
     pub fn new(config: &'a Config) -> Self {
+        let catalogue = crate::messages::current();
         SiteView {
             title: &config.title,
             description: &config.description,
@@ -426,6 +461,8 @@ impl<'a> SiteView<'a> {
             verification: config.verification.enabled,
 
             print: config.print.enabled,
+            msg: catalogue.messages.clone(),
+            script_messages: catalogue.script_json(),
         }
     }
 }
@@ -515,7 +552,7 @@ impl ChapterView<'_> {
 /// How lists and breadcrumbs label a page: its number, or `附录` for an appendix page.
 pub fn number_label(chapter: &Chapter) -> String {
     if chapter.is_appendix() {
-        "附录".to_string()
+        crate::messages::get("appendix")
     } else {
         format!("{:02}", chapter.front.number)
     }
@@ -568,6 +605,9 @@ struct ListEntry<'a> {
 struct ChapterList<'a> {
     chapters: Vec<ListEntry<'a>>,
     appendices: Vec<ListEntry<'a>>,
+    /// The list's name (`aria-label`) and the heading of its appendices, in the site's language.
+    label: String,
+    appendix_label: String,
 }
 
 fn chapter_list<'a>(series: &'a Series<Page>, base_path: &str, current: usize) -> ChapterList<'a> {
@@ -585,6 +625,8 @@ fn chapter_list<'a>(series: &'a Series<Page>, base_path: &str, current: usize) -
     ChapterList {
         chapters: chapters.into_iter().map(entry).collect(),
         appendices: appendices.into_iter().map(entry).collect(),
+        label: crate::messages::get("all_chapters"),
+        appendix_label: crate::messages::get("appendix"),
     }
 }
 
@@ -631,7 +673,10 @@ fn run_view(meta: &RunMeta) -> RunView<'_> {
         ran_at: &meta.ran_at,
         toolchain: &meta.toolchain,
         seed: meta.seed,
-        duration: format!("{:.1} 秒", meta.duration_ms as f64 / 1000.0),
+        duration: crate::messages::fill(
+            "seconds",
+            &[("n", &format!("{:.1}", meta.duration_ms as f64 / 1000.0))],
+        ),
         cpu: &meta.cpu,
         isa: isa_name(&meta.isa),
     }
@@ -642,8 +687,8 @@ pub fn isa_name(level: &str) -> String {
     match level {
         "avx512" => "AVX-512".to_string(),
         "avx2" => "AVX2".to_string(),
-        "portable" => "可移植内核（未用 AVX）".to_string(),
-        "" => "未知".to_string(),
+        "portable" => crate::messages::get("isa_portable"),
+        "" => crate::messages::get("isa_unknown"),
         other => other.to_string(),
     }
 }
@@ -759,7 +804,12 @@ pub fn not_found_page(
         "meta",
         site_meta(
             &site,
-            format!("找不到页面 · {}", site.title),
+            format!(
+                "{}{}{}",
+                crate::messages::get("not_found_page"),
+                crate::messages::get("title_separator"),
+                site.title
+            ),
             format!("{}404.html", site.base_url),
         ),
     );

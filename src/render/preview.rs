@@ -66,7 +66,10 @@ pub fn cross_page<C: AsRef<Ran>>(
         };
         let title = match r.kind {
             RefKind::Chapter => done.text.clone(),
-            _ => format!("{}（《{}》）", done.text, target.front.title),
+            _ => crate::messages::fill(
+                "preview_titled",
+                &[("text", &done.text), ("title", &target.front.title)],
+            ),
         };
         let _ = writeln!(
             out,

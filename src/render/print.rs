@@ -146,7 +146,12 @@ pub fn page(
         "meta",
         MetaView::website(
             &site,
-            format!("打印版 · {}", site.title),
+            format!(
+                "{}{}{}",
+                crate::messages::get("nav_print"),
+                crate::messages::get("title_separator"),
+                site.title
+            ),
             format!("{}{PATH}", site.base_url),
         ),
     );

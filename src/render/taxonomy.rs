@@ -30,11 +30,12 @@ impl Kind {
         }
     }
 
-    fn label(self) -> &'static str {
-        match self {
-            Kind::Tag => "标签",
-            Kind::Category => "分类",
-        }
+    /// `标签` / `Tag`: the kind in the site's language.
+    fn label(self) -> String {
+        crate::messages::get(match self {
+            Kind::Tag => "tag",
+            Kind::Category => "category",
+        })
     }
 }
 
@@ -225,7 +226,15 @@ pub fn pages(
                 "meta",
                 MetaView::website(
                     &site,
-                    format!("{}：{name} · {}", kind.label(), site.title),
+                    format!(
+                        "{}{}{}",
+                        crate::messages::fill(
+                            "term_heading",
+                            &[("kind", &kind.label()), ("term", &name)]
+                        ),
+                        crate::messages::get("title_separator"),
+                        site.title
+                    ),
                     format!("{}{}/{}/", site.base_url, kind.dir(), term.slug),
                 ),
             );
@@ -246,7 +255,12 @@ pub fn pages(
         "meta",
         MetaView::website(
             &site,
-            format!("标签与分类 · {}", site.title),
+            format!(
+                "{}{}{}",
+                crate::messages::get("taxonomies"),
+                crate::messages::get("title_separator"),
+                site.title
+            ),
             format!("{}tags/", site.base_url),
         ),
     );

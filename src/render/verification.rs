@@ -23,8 +23,10 @@ pub const PAGE_PATH: &str = "verification/index.html";
 /// One quote or pinned output.
 #[derive(Serialize)]
 struct Row {
-    /// `引用` (a quoted number) or `输出` (a pinned output).
-    kind: &'static str,
+    /// `quote`, `output` or `claim`: what the template shows the row as.
+    kind_id: &'static str,
+    /// The kind in the site's language (`引用`, `输出`, `论断`).
+    kind: String,
     /// Its Markdown line.
     line: usize,
     quoted: String,
@@ -33,7 +35,7 @@ struct Row {
     /// `ok`, `drift` or `unbound`: a class for the stylesheet.
     status: &'static str,
     /// The verdict in words.
-    verdict: &'static str,
+    verdict: String,
     /// The code that recorded it: a line of a block, or the block of a pinned output.
     source: Option<String>,
 }
@@ -85,7 +87,12 @@ pub fn page(
     let counted = totals.clone();
     let meta: MetaView = site_meta(
         &site,
-        format!("数字核对 · {}", site.title),
+        format!(
+            "{}{}{}",
+            crate::messages::get("verification"),
+            crate::messages::get("title_separator"),
+            site.title
+        ),
         format!("{}verification/", site.base_url),
     );
     let mut context = PageContext::new();
@@ -145,22 +152,23 @@ fn claim_rows(chapter: &Bound, base_path: &str, totals: &mut Totals) -> Vec<Row>
             let (status, verdict_text) = match verdict.holds {
                 Some(true) => {
                     totals.claims_hold += 1;
-                    ("ok", "成立")
+                    ("ok", "status_holds")
                 }
                 Some(false) => {
                     totals.claims_fail += 1;
-                    ("drift", "不成立")
+                    ("drift", "status_fails")
                 }
-                None => ("unbound", "未检验"),
+                None => ("unbound", "status_untested"),
             };
             Row {
-                kind: "论断",
+                kind_id: "claim",
+                kind: crate::messages::get("kind_claim"),
                 line: chapter.location(claim.span.clone()).line,
                 quoted: chapter.source[claim.statement()].to_string(),
                 rerun: verdict.values_text(),
                 rule: verdict.rule.clone(),
                 status,
-                verdict: verdict_text,
+                verdict: crate::messages::get(verdict_text),
                 source: verdict.source.as_ref().map(|s| {
                     format!(
                         "{}#{}",
@@ -189,12 +197,13 @@ fn quote_row(
     base_path: &str,
 ) -> Row {
     let (status, verdict) = match binding.status {
-        Status::Ok => ("ok", "一致"),
-        Status::Drift => ("drift", "偏离"),
-        Status::Unbound => ("unbound", "未知的值"),
+        Status::Ok => ("ok", "status_ok"),
+        Status::Drift => ("drift", "status_drift"),
+        Status::Unbound => ("unbound", "status_unbound"),
     };
     Row {
-        kind: "引用",
+        kind_id: "quote",
+        kind: crate::messages::get("kind_quote"),
         line: chapter.location(quote.number.span.clone()).line,
         quoted: chapter.source[quote.number.span.clone()].to_string(),
         rerun: binding.rerun.map(quotes::full).unwrap_or_default(),
@@ -203,7 +212,7 @@ fn quote_row(
             None => quotes::page_rule_text(quote.tolerance, &quote.number),
         },
         status,
-        verdict,
+        verdict: crate::messages::get(verdict),
         source: binding.source.as_ref().map(|s| {
             format!(
                 "{}#{}",
@@ -235,13 +244,14 @@ fn output_rows(chapter: &Bound, url: &str, totals: &mut Totals) -> Vec<Row> {
             totals.outputs_differ += 1;
         }
         rows.push(Row {
-            kind: "输出",
+            kind_id: "output",
+            kind: crate::messages::get("kind_output"),
             line: pinned.line,
             quoted: pinned.text.trim_end().to_string(),
             rerun: fresh.trim_end().to_string(),
-            rule: "逐词比较，数字按打印的位数".to_string(),
+            rule: crate::messages::get("output_rule"),
             status: if ok { "ok" } else { "drift" },
-            verdict: if ok { "一致" } else { "不同" },
+            verdict: crate::messages::get(if ok { "status_ok" } else { "status_differs" }),
             source: Some(format!("{url}#experiment-{}", exp.index + 1)),
         });
     }

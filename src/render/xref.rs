@@ -196,13 +196,13 @@ fn resolve(
         String::new()
     } else if target.chapter.is_appendix() {
         // An appendix has no number to name it by: its title does.
-        format!("附录《{}》", target.chapter.front.title)
+        crate::messages::fill("ref_appendix", &[("title", &target.chapter.front.title)])
     } else {
-        format!("第 {} 篇", target.chapter.front.number)
+        crate::messages::fill("ref_chapter", &[("n", &target.chapter.front.number)])
     };
     if r.kind == RefKind::Chapter {
         return Ok(Resolved {
-            text: format!("《{}》", target.chapter.front.title),
+            text: crate::messages::fill("ref_title", &[("title", &target.chapter.front.title)]),
             url: page,
         });
     }
@@ -236,10 +236,16 @@ fn resolve(
     };
     let n = position + 1;
     let (text, anchor) = match r.kind {
-        RefKind::Figure => (format!("{chapter_prefix}图 {n}"), format!("fig-{}", r.name)),
-        RefKind::Table => (format!("{chapter_prefix}表 {n}"), format!("tab-{}", r.name)),
+        RefKind::Figure => (
+            crate::messages::fill("ref_figure", &[("chapter", &chapter_prefix), ("n", &n)]),
+            format!("fig-{}", r.name),
+        ),
+        RefKind::Table => (
+            crate::messages::fill("ref_table", &[("chapter", &chapter_prefix), ("n", &n)]),
+            format!("tab-{}", r.name),
+        ),
         _ => (
-            format!("{chapter_prefix}式 ({n})"),
+            crate::messages::fill("ref_equation", &[("chapter", &chapter_prefix), ("n", &n)]),
             format!("eq-{}", r.name),
         ),
     };

@@ -909,9 +909,11 @@ fn render_chapters(
                             id: "bibliography".into(),
                             classes: Vec::new(),
                             attrs: Vec::new(),
-                            text: "参考文献".into(),
+                            text: crate::messages::get("bibliography"),
                             span: 0..0,
-                            html: "参考文献".into(),
+                            html: crate::render::html::escape(&crate::messages::get(
+                                "bibliography",
+                            )),
                         });
                     }
                     // The body is made from exactly what its key hashes, so the key and the
