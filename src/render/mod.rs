@@ -313,6 +313,8 @@ pub struct SiteView<'a> {
 
     /// `[print] enabled`: the print page, linked from the navigation.
     print: bool,
+    /// `[print] pdf = true`: every page links `book.pdf`.
+    pdf: bool,
 }
 
 impl<'a> SiteView<'a> {
@@ -330,6 +332,7 @@ impl<'a> SiteView<'a> {
             verification: config.verification.enabled,
 
             print: config.print.enabled,
+            pdf: config.print.enabled && config.print.pdf,
         }
     }
 }
