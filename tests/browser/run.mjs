@@ -30,6 +30,7 @@ import http from "node:http";
 import fs from "node:fs";
 import fsp from "node:fs/promises";
 import path from "node:path";
+import zlib from "node:zlib";
 import { fileURLToPath } from "node:url";
 import { chromium } from "playwright-core";
 
@@ -64,6 +65,10 @@ const SEARCH_QUERIES = [
   { query: "多头注意力", slug: "multi-head" },
 ];
 const CJK = /[\u3400-\u4dbf\u4e00-\u9fff]/;
+// Lighthouse's mobile performance score (0-100) each chapter and the print page must reach: a
+// generous bound, since CI shares its machine; docs/performance.md has a quiet run's figures.
+const LIGHTHOUSE_MIN_CHAPTER = Number(process.env.LIGHTHOUSE_MIN_CHAPTER || 70);
+const LIGHTHOUSE_MIN_PRINT = Number(process.env.LIGHTHOUSE_MIN_PRINT || 40);
 
 // ------------------------------------------------------------------------------------------------
 // Static server
@@ -156,7 +161,14 @@ function startServer(root) {
         if (fs.existsSync(page404)) return send(404, TYPES[".html"], await fsp.readFile(page404));
         return plain404();
       }
-      return send(200, contentType(file), await fsp.readFile(file));
+      // Text gzipped when the client takes it, as GitHub Pages serves it (Lighthouse's
+      // simulated phone network counts the bytes on the wire).
+      const type = contentType(file);
+      const body = await fsp.readFile(file);
+      if (/gzip/.test(req.headers["accept-encoding"] || "") && /^(text\/|application\/(json|xml|atom)|image\/svg)/.test(type)) {
+        return send(200, type, zlib.gzipSync(body), { "Content-Encoding": "gzip", Vary: "Accept-Encoding" });
+      }
+      return send(200, type, body);
     } catch (e) {
       return send(500, "text/plain; charset=utf-8", `server error: ${e.message}\n`);
     }
@@ -1822,6 +1834,36 @@ async function main() {
         await doc.destroy();
       }
       assert(bad.length === 0, bad.slice(0, 12).join("; "));
+    });
+
+    await check(`performance: Lighthouse mobile performance of every chapter >= ${LIGHTHOUSE_MIN_CHAPTER}, of the print page >= ${LIGHTHOUSE_MIN_PRINT}`, async () => {
+      const { default: lighthouse } = await import("lighthouse");
+      const chromeLauncher = await import("chrome-launcher");
+      // A browser of its own: Lighthouse drives it over its debugging port, one page at a time.
+      const chrome = await chromeLauncher.launch({
+        chromePath: CHROMIUM,
+        chromeFlags: ["--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run"],
+      });
+      const bad = [];
+      try {
+        const pages = [...seriesOrder(root).map((slug) => ({ name: slug, url: `${base}${slug}/`, min: LIGHTHOUSE_MIN_CHAPTER })), { name: "print", url: `${base}print.html`, min: LIGHTHOUSE_MIN_PRINT }];
+        for (const p of pages) {
+          const run = await lighthouse(p.url, { port: chrome.port, output: "json", logLevel: "error", onlyCategories: ["performance"] });
+          const lhr = run.lhr;
+          if (lhr.runtimeError) {
+            bad.push(`${p.name}: ${lhr.runtimeError.code} ${lhr.runtimeError.message}`);
+            continue;
+          }
+          const score = Math.round(lhr.categories.performance.score * 100);
+          const ms = (id) => Math.round(lhr.audits[id]?.numericValue ?? NaN);
+          const nodes = lhr.audits["dom-size"]?.numericValue;
+          console.log(`# lighthouse ${p.name}: performance ${score} (FCP ${ms("first-contentful-paint")} ms, LCP ${ms("largest-contentful-paint")} ms, TBT ${ms("total-blocking-time")} ms, CLS ${(lhr.audits["cumulative-layout-shift"]?.numericValue ?? NaN).toFixed(3)}, SI ${ms("speed-index")} ms, ${nodes} DOM nodes)`);
+          if (score < p.min) bad.push(`${p.name}: ${score} < ${p.min}`);
+        }
+      } finally {
+        await chrome.kill();
+      }
+      assert(bad.length === 0, bad.join("; "));
     });
   } catch (e) {
     if (!finished) {

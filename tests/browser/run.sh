@@ -39,7 +39,7 @@ if grep -Eq '(href|src)="/(style\.css|attnbook\.js|katex/)' "$site/index.html"; 
 fi
 
 if [ ! -d "$here/node_modules/playwright-core" ] || [ ! -f "$here/node_modules/axe-core/axe.min.js" ] \
-  || [ ! -f "$here/node_modules/pdfjs-dist/legacy/build/pdf.mjs" ]; then
+  || [ ! -f "$here/node_modules/pdfjs-dist/legacy/build/pdf.mjs" ] || [ ! -d "$here/node_modules/lighthouse" ]; then
   echo "== npm ci (tests/browser)"
   npm ci --prefix "$here" --no-audit --no-fund --loglevel=error >/dev/null
 fi
