@@ -37,8 +37,8 @@ import { chromium } from "playwright-core";
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const PREFIX = "/series/";
 const CHROMIUM = process.env.CHROMIUM_PATH || "/usr/bin/chromium";
-// axe-core over every page, twice, takes most of it.
-const GLOBAL_TIMEOUT_MS = Number(process.env.BROWSER_TEST_TIMEOUT_MS || 1_500_000);
+// axe-core over every page, twice, and Lighthouse over every chapter take most of it.
+const GLOBAL_TIMEOUT_MS = Number(process.env.BROWSER_TEST_TIMEOUT_MS || 2_400_000);
 const SCREENSHOT_DIR = path.join(HERE, "screenshots");
 const LAUNCH_ARGS = [
   "--headless",
