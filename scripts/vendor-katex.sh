@@ -11,7 +11,8 @@
 #   1. `npm pack katex@VERSION` from the npm registry (npm checks the registry's integrity hash;
 #      for the default version the tarball is also checked against a pinned sha512);
 #   2. copies dist/katex.min.css, dist/fonts/*.woff2 and LICENSE;
-#   3. rewrites every @font-face `src` list to keep only its woff2 entries, since the woff and
+#   3. adds `font-display: swap` to every @font-face, so a loading math font does not hold back
+#      the text, and rewrites every @font-face `src` list to keep only its woff2 entries, since the woff and
 #      ttf files are not shipped (a link checker crawls the CSS), and checks that every url() in
 #      the result names a file that exists;
 #   4. writes static/katex/README.md, then swaps the new directory in place of the old one.
@@ -82,13 +83,15 @@ shopt -u nullglob
 [[ ${#fonts[@]} -gt 0 ]] || { echo "error: no woff2 fonts in the package" >&2; exit 1; }
 install -m 0644 "${fonts[@]}" "$staging/fonts/"
 
-# 3. Keep only the woff2 entries of each @font-face src list (order-independent).
+# 3. Keep only the woff2 entries of each @font-face src list (order-independent), and let text
+#    show in a fallback font while a math font loads (font-display: swap; KaTeX sets none).
 perl -0777 -pe '
     s{src:([^;\}]*)}{
         my @keep = grep { /\.woff2["\x27]?\)/ } split /,(?=\s*url\()/, $1;
         die "a \@font-face src list has no woff2 entry: $1\n" unless @keep;
         "src:" . join(",", @keep)
     }ge;
+    s{\@font-face\{}{\@font-face\{font-display:swap;}g;
 ' "$pkg/dist/katex.min.css" >"$staging/katex.min.css"
 chmod 0644 "$staging/katex.min.css"
 
@@ -116,7 +119,7 @@ These files are copied unmodified from the npm package
 
 | file | source in the package |
 | --- | --- |
-| \`katex.min.css\` | \`dist/katex.min.css\`, with each \`@font-face\` \`src\` list reduced to its \`.woff2\` entry |
+| \`katex.min.css\` | \`dist/katex.min.css\`, with each \`@font-face\` \`src\` list reduced to its \`.woff2\` entry and \`font-display: swap\` added |
 | \`fonts/*.woff2\` | \`dist/fonts/*.woff2\` (the \`.woff\` and \`.ttf\` files are not shipped) |
 | \`LICENSE\` | \`LICENSE\` (MIT, Khan Academy and other contributors) |
 

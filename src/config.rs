@@ -60,9 +60,9 @@ pub struct Config {
     #[serde(default)]
     pub verification: Switch,
 
-    /// The print page: the whole series on one page (`print.html`).
+    /// The print page: the whole series on one page (`print.html`), and the PDF made of it.
     #[serde(default)]
-    pub print: Switch,
+    pub print: PrintConfig,
     /// `[messages]`: the site's own text for single interface messages (key = "text"), over
     /// the catalogue of `language` ([`crate::messages`]).
     #[serde(default)]
@@ -72,7 +72,7 @@ pub struct Config {
     pub warnings: Vec<Diagnostic>,
 }
 
-/// `[search]`, `[highlight]`, `[verification]`, `[print]`: a feature that is on unless
+/// `[search]`, `[highlight]`, `[verification]`: a feature that is on unless
 /// `enabled = false`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -90,6 +90,45 @@ impl Default for Switch {
 
 fn yes() -> bool {
     true
+}
+
+/// `[print]`: the print page (on unless `enabled = false`) and, with `pdf = true`, a link on
+/// every page to `book.pdf` beside it, which the site's workflow prints from `print.html`
+/// (`scripts/pdf.mjs`); `build` does not make the PDF.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PrintConfig {
+    /// Whether `print.html` is built.
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    /// Whether every page links `book.pdf` (published beside `print.html`).
+    #[serde(default)]
+    pub pdf: bool,
+}
+
+impl Default for PrintConfig {
+    fn default() -> Self {
+        PrintConfig {
+            enabled: true,
+            pdf: false,
+        }
+    }
+}
+
+/// The PDF is printed from the print page: `pdf = true` with `enabled = false` links a file
+/// nothing can make.
+fn print_problem(path: &Path, text: &str, print: &PrintConfig) -> Option<Diagnostic> {
+    if print.enabled || !print.pdf {
+        return None;
+    }
+    let at = value_span(text, "pdf").unwrap_or(0..0);
+    Some(
+        Diagnostic::error("`[print] pdf = true` needs the print page, but `enabled = false`")
+            .at(Location::in_source(path, text, at))
+            .with_help(
+                "book.pdf is printed from print.html: remove `enabled = false` or `pdf = true`",
+            ),
+    )
 }
 
 /// `[katex]`: site-wide math settings.
@@ -165,6 +204,7 @@ impl Config {
             .into_iter()
             .chain(repository_problem(path, text, config.repository.clone()))
             .chain(config.message_problems(path, text))
+            .chain(print_problem(path, text, &config.print))
             .collect();
         if !problems.is_empty() {
             return Err(problems);

@@ -421,21 +421,33 @@ function attnbookMsg(key, values) {
 
   var BOXES = "pre, .table-wrap, .math-display, .katex-display, .figure-svg";
 
+  // style.css lays out off-screen code and display math lazily (content-visibility: auto): such
+  // a box measures as not scrolling until it is near the screen, so each one is measured again
+  // when its content is laid out, and the boxes inside one are measured only then (measuring
+  // them earlier would lay out the whole page at once).
+  var LAZY = "pre, .math-display";
+  var lazy = typeof window.ContentVisibilityAutoStateChangeEvent === "function";
+
   function mark() {
     var boxes = document.querySelectorAll(BOXES);
     for (var i = 0; i < boxes.length; i++) {
-      var box = boxes[i];
-      var scrolls = box.scrollWidth > box.clientWidth + 1 || box.scrollHeight > box.clientHeight + 1;
-      if (box.classList.contains("table-wrap")) hint(box, box.scrollWidth > box.clientWidth + 1);
-      // A box with something focusable inside (a chart's keyboard marks) scrolls to its focus.
-      if (!box.hasAttribute("data-scroll-focus") && box.querySelector("[tabindex], a[href], button")) continue;
-      if (scrolls && !box.hasAttribute("tabindex")) {
-        box.setAttribute("tabindex", "0");
-        box.setAttribute("data-scroll-focus", "");
-      } else if (!scrolls && box.hasAttribute("data-scroll-focus")) {
-        box.removeAttribute("tabindex");
-        box.removeAttribute("data-scroll-focus");
-      }
+      var parent = boxes[i].parentElement;
+      if (lazy && parent && parent.closest(LAZY)) continue;
+      markBox(boxes[i]);
+    }
+  }
+
+  function markBox(box) {
+    var scrolls = box.scrollWidth > box.clientWidth + 1 || box.scrollHeight > box.clientHeight + 1;
+    if (box.classList.contains("table-wrap")) hint(box, box.scrollWidth > box.clientWidth + 1);
+    // A box with something focusable inside (a chart's keyboard marks) scrolls to its focus.
+    if (!box.hasAttribute("data-scroll-focus") && box.querySelector("[tabindex], a[href], button")) return;
+    if (scrolls && !box.hasAttribute("tabindex")) {
+      box.setAttribute("tabindex", "0");
+      box.setAttribute("data-scroll-focus", "");
+    } else if (!scrolls && box.hasAttribute("data-scroll-focus")) {
+      box.removeAttribute("tabindex");
+      box.removeAttribute("data-scroll-focus");
     }
   }
 
@@ -463,6 +475,18 @@ function attnbookMsg(key, values) {
   function init() {
     mark();
     window.addEventListener("resize", later);
+    if (lazy) {
+      document.addEventListener(
+        "contentvisibilityautostatechange",
+        function (e) {
+          if (e.skipped || !e.target.matches || !e.target.matches(LAZY)) return;
+          markBox(e.target);
+          var inner = e.target.querySelectorAll(BOXES);
+          for (var i = 0; i < inner.length; i++) markBox(inner[i]);
+        },
+        true,
+      );
+    }
     // Fonts change widths: KaTeX's arrive after DOMContentLoaded.
     if (document.fonts && document.fonts.ready) document.fonts.ready.then(mark);
   }

@@ -32,14 +32,24 @@ fn init_builds_and_verifies(language: &str) {
         "content/01-first.md",
         ".gitignore",
         ".github/workflows/pages.yml",
+        "scripts/pdf.mjs",
     ] {
         assert!(site.join(file).is_file(), "{file}");
     }
+    let workflow = std::fs::read_to_string(site.join(".github/workflows/pages.yml")).unwrap();
+    assert!(
+        workflow.contains("node scripts/pdf.mjs public"),
+        "{workflow}"
+    );
     let gitignore = std::fs::read_to_string(site.join(".gitignore")).unwrap();
     assert!(gitignore.contains("public/") && gitignore.contains(".attnbook/"));
     let config = std::fs::read_to_string(site.join("site.toml")).unwrap();
     assert!(
         config.contains(&format!("language = \"{language}\"")),
+        "{config}"
+    );
+    assert!(
+        config.contains("[print]\n") && config.contains("pdf = true"),
         "{config}"
     );
     let build = attnbook(&["--root", site_arg, "build", "--strict"]);

@@ -128,7 +128,44 @@ fn the_navigation_links_the_print_page_and_the_switch_turns_it_off() {
     assert_eq!(run.code, 2, "{}", run.stderr);
     assert!(
         run.stderr
-            .contains("site.toml:5:1: error: unknown field `enable`, expected `enabled`"),
+            .contains("site.toml:5:1: error: unknown field `enable`, expected `enabled` or `pdf`"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn pdf_true_links_book_pdf_from_every_page_and_needs_the_print_page() {
+    let site = Site::fixture("print");
+    built(&site);
+    let link = "<a href=\"/series/book.pdf\" type=\"application/pdf\">PDF 版</a>";
+    assert!(!site.read("public/index.html").contains("book.pdf"));
+
+    let config = site.read("site.toml");
+    site.write("site.toml", &format!("{config}\n[print]\npdf = true\n"));
+    let run = site.run(&["build", "--strict"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    for page in [
+        "public/index.html",
+        "public/a/index.html",
+        "public/print.html",
+    ] {
+        let html = site.read(page);
+        assert!(html.contains(link), "{page}: {html}");
+    }
+    // `build` links the PDF, the workflow prints it (scripts/pdf.mjs).
+    assert!(!site.path("public/book.pdf").exists());
+
+    site.write(
+        "site.toml",
+        &format!("{config}\n[print]\nenabled = false\npdf = true\n"),
+    );
+    let run = site.run(&["build"]);
+    assert_ne!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stderr.contains(
+            "site.toml:6:1: error: `[print] pdf = true` needs the print page, but `enabled = false`"
+        ),
         "{}",
         run.stderr
     );

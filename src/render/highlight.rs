@@ -17,7 +17,7 @@ static SYNTAXES: LazyLock<SyntaxSet> = LazyLock::new(SyntaxSet::load_defaults_ne
 
 /// What decides the markup besides the code and its language: bump `markup` when the HTML
 /// changes shape; a new attnbook version (and so a new syntect or syntax set) starts afresh.
-const CACHE_SALT: &str = concat!("attnbook ", env!("CARGO_PKG_VERSION"), "; markup 1");
+const CACHE_SALT: &str = concat!("attnbook ", env!("CARGO_PKG_VERSION"), "; markup 3");
 
 /// Highlighted code memoised by content, shared by the chapters rendered in parallel and kept
 /// across builds in `.attnbook/cache/render/highlight.json`: an unchanged block is not highlighted
@@ -106,7 +106,121 @@ pub fn highlight(code: &str, lang: &str) -> Option<String> {
             .parse_html_for_line_which_includes_newline(line)
             .ok()?;
     }
-    Some(generator.finalize())
+    Some(fewer_spans(&generator.finalize(), &STYLED))
+}
+
+/// highlight.css's selectors, each as the class sets of its compounds (sorted classes each),
+/// the subject last.
+static STYLED: LazyLock<Vec<Vec<Vec<String>>>> = LazyLock::new(|| styled_selectors(&stylesheet()));
+
+fn styled_selectors(css: &str) -> Vec<Vec<Vec<String>>> {
+    let mut selectors: Vec<Vec<Vec<String>>> = Vec::new();
+    for rule in strip_comments(css).split('}') {
+        let Some((list, _)) = rule.split_once('{') else {
+            continue;
+        };
+        for selector in list.split(',') {
+            let compounds: Vec<Vec<String>> = selector
+                .split(|c: char| c.is_whitespace() || matches!(c, '>' | '+' | '~'))
+                .filter(|c| c.starts_with('.'))
+                .map(|compound| {
+                    let mut classes: Vec<String> = compound
+                        .split('.')
+                        .skip(1)
+                        .map(|c| c.trim().to_string())
+                        .filter(|c| c.starts_with("hl-"))
+                        .collect();
+                    classes.sort();
+                    classes
+                })
+                .filter(|classes| !classes.is_empty())
+                .collect();
+            if !compounds.is_empty() && !selectors.contains(&compounds) {
+                selectors.push(compounds);
+            }
+        }
+    }
+    selectors
+}
+
+/// syntect's HTML has one span per scope, most of them styled by no rule (`hl-source hl-rust`
+/// around everything, `hl-meta hl-group` around every bracket pair): those are unwrapped, and
+/// two adjacent spans of the same classes become one. The page looks the same with a fraction
+/// of the elements (a chapter had ~11,500 of them in its code). `styled` is
+/// [`styled_compounds`] of the stylesheet; the text between tags is syntect's, already escaped.
+fn fewer_spans(html: &str, selectors: &[Vec<Vec<String>>]) -> String {
+    const OPEN: &str = "<span class=\"";
+    const CLOSE: &str = "</span>";
+    let matches = |need: &[String], class: &str| {
+        let mut have: Vec<&str> = class.split(' ').collect();
+        have.sort_unstable();
+        need.iter().all(|c| have.binary_search(&c.as_str()).is_ok())
+    };
+    // The selectors whose subject some span of this code is: only their compounds matter here
+    // (JSON's rules need every `hl-meta` ancestor; Rust's code has none of JSON's subjects).
+    let mut classes: Vec<&str> = html
+        .split(OPEN)
+        .skip(1)
+        .filter_map(|s| s.split_once("\">").map(|(c, _)| c))
+        .collect();
+    classes.sort_unstable();
+    classes.dedup();
+    let styled: Vec<&Vec<String>> = selectors
+        .iter()
+        .filter(|sel| {
+            let subject = sel.last().expect("a selector has a compound");
+            classes.iter().any(|c| matches(subject, c))
+        })
+        .flatten()
+        .collect();
+    let is_styled = |class: &str| styled.iter().any(|need| matches(need, class));
+    let mut out = String::with_capacity(html.len());
+    // Per open span: its class if kept, None if unwrapped.
+    let mut stack: Vec<Option<String>> = Vec::new();
+    // The class and the output offset of the `</span>` just written, if nothing came after it.
+    let mut last_close: Option<(String, usize)> = None;
+    let mut rest = html;
+    while !rest.is_empty() {
+        if let Some(after) = rest.strip_prefix(OPEN)
+            && let Some(end) = after.find("\">")
+        {
+            let class = &after[..end];
+            rest = &after[end + 2..];
+            if !is_styled(class) {
+                stack.push(None);
+                continue;
+            }
+            match last_close.take() {
+                // `<span class="x">a</span><span class="x">b` is `<span class="x">ab`.
+                Some((previous, at)) if previous == class => out.truncate(at),
+                _ => {
+                    out.push_str(OPEN);
+                    out.push_str(class);
+                    out.push_str("\">");
+                }
+            }
+            stack.push(Some(class.to_string()));
+        } else if let Some(after) = rest.strip_prefix(CLOSE) {
+            rest = after;
+            match stack.pop() {
+                Some(Some(class)) => {
+                    let at = out.len();
+                    out.push_str(CLOSE);
+                    last_close = Some((class, at));
+                }
+                Some(None) => {}
+                // Unbalanced (not syntect's output): kept as it is.
+                None => out.push_str(CLOSE),
+            }
+        } else {
+            let first = rest.chars().next().map_or(1, char::len_utf8);
+            let next = rest[first..].find('<').map_or(rest.len(), |i| i + first);
+            out.push_str(&rest[..next]);
+            rest = &rest[next..];
+            last_close = None;
+        }
+    }
+    out
 }
 
 /// The stylesheet: a light theme by default, a dark one for `data-theme="dark"` and for
@@ -309,6 +423,52 @@ mod tests {
         );
         assert!(html.contains("hl-comment"));
         assert!(highlight("x", "no-such-language").is_none());
+    }
+
+    #[test]
+    fn unstyled_spans_are_unwrapped_and_neighbours_of_one_class_merged() {
+        let styled = styled_selectors(
+            ".hl-comment { color: #111; }\n.hl-name\n{ color: #333; }\nhtml[data-theme=\"dark\"] .hl-meta.hl-fn\n.hl-name { color: #222; }",
+        );
+        let html = "<span class=\"hl-source hl-rust\"><span class=\"hl-comment hl-line\">//</span>\
+                    <span class=\"hl-comment hl-line\"> 注释 &lt;</span>\
+                    <span class=\"hl-meta hl-fn hl-rust\"><span class=\"hl-name\">f</span>()</span></span>";
+        assert_eq!(
+            fewer_spans(html, &styled),
+            "<span class=\"hl-comment hl-line\">// 注释 &lt;</span>\
+             <span class=\"hl-meta hl-fn hl-rust\"><span class=\"hl-name\">f</span>()</span>"
+        );
+    }
+
+    #[test]
+    fn a_chapter_s_code_keeps_its_text_with_far_fewer_spans() {
+        let code = include_str!("html.rs");
+        let mut generator = ClassedHTMLGenerator::new_with_class_style(
+            SYNTAXES.find_syntax_by_token("rust").unwrap(),
+            &SYNTAXES,
+            STYLE,
+        );
+        for line in LinesWithEndings::from(code) {
+            generator
+                .parse_html_for_line_which_includes_newline(line)
+                .unwrap();
+        }
+        let raw = generator.finalize();
+        let fewer = highlight(code, "rust").unwrap();
+        let text = |html: &str| {
+            regex::Regex::new("<[^>]*>")
+                .unwrap()
+                .replace_all(html, "")
+                .into_owned()
+        };
+        assert_eq!(text(&fewer), text(&raw));
+        let spans = |html: &str| html.matches("<span").count();
+        assert!(
+            spans(&fewer) * 2 < spans(&raw),
+            "{} spans of {}",
+            spans(&fewer),
+            spans(&raw)
+        );
     }
 
     /// The colours of every rule of one theme's part of the stylesheet.

@@ -443,6 +443,8 @@ pub struct SiteView<'a> {
     msg: BTreeMap<String, String>,
     /// The scripts' words, as JSON for the page's `<script type="application/json">`.
     script_messages: String,
+    /// `[print] pdf = true`: every page links `book.pdf`.
+    pdf: bool,
 }
 
 impl<'a> SiteView<'a> {
@@ -463,6 +465,7 @@ impl<'a> SiteView<'a> {
             print: config.print.enabled,
             msg: catalogue.messages.clone(),
             script_messages: catalogue.script_json(),
+            pdf: config.print.enabled && config.print.pdf,
         }
     }
 }

@@ -158,7 +158,8 @@ pub struct InitPlan {
 }
 
 /// The files of a new site, `(path, text)`: site.toml, a first chapter with an experiment, a
-/// chart, bound quotes and an exercise, .gitignore and the GitHub Pages workflow.
+/// chart, bound quotes and an exercise, .gitignore, the GitHub Pages workflow and the script
+/// it prints book.pdf with.
 pub(super) fn init_files(language: &str, date: &str) -> Option<Vec<(&'static str, String)>> {
     let (site, chapter) = match language {
         "en" => (
@@ -181,6 +182,11 @@ pub(super) fn init_files(language: &str, date: &str) -> Option<Vec<(&'static str
         (
             ".github/workflows/pages.yml",
             include_str!("init/pages.yml").replace("ATTNBOOK_GIT", ATTNBOOK_GIT),
+        ),
+        // What the workflow prints book.pdf with: the repository's own script.
+        (
+            "scripts/pdf.mjs",
+            include_str!("../../scripts/pdf.mjs").to_string(),
         ),
     ])
 }

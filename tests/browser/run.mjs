@@ -30,14 +30,15 @@ import http from "node:http";
 import fs from "node:fs";
 import fsp from "node:fs/promises";
 import path from "node:path";
+import zlib from "node:zlib";
 import { fileURLToPath } from "node:url";
 import { chromium } from "playwright-core";
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const PREFIX = "/series/";
 const CHROMIUM = process.env.CHROMIUM_PATH || "/usr/bin/chromium";
-// axe-core over every page, twice, takes most of it.
-const GLOBAL_TIMEOUT_MS = Number(process.env.BROWSER_TEST_TIMEOUT_MS || 1_500_000);
+// axe-core over every page, twice, and Lighthouse over every chapter take most of it.
+const GLOBAL_TIMEOUT_MS = Number(process.env.BROWSER_TEST_TIMEOUT_MS || 2_400_000);
 const SCREENSHOT_DIR = path.join(HERE, "screenshots");
 const LAUNCH_ARGS = [
   "--headless",
@@ -64,6 +65,10 @@ const SEARCH_QUERIES = [
   { query: "多头注意力", slug: "multi-head" },
 ];
 const CJK = /[\u3400-\u4dbf\u4e00-\u9fff]/;
+// Lighthouse's mobile performance score (0-100) each chapter and the print page must reach: a
+// generous bound, since CI shares its machine; docs/performance.md has a quiet run's figures.
+const LIGHTHOUSE_MIN_CHAPTER = Number(process.env.LIGHTHOUSE_MIN_CHAPTER || 70);
+const LIGHTHOUSE_MIN_PRINT = Number(process.env.LIGHTHOUSE_MIN_PRINT || 40);
 
 // ------------------------------------------------------------------------------------------------
 // Static server
@@ -156,7 +161,14 @@ function startServer(root) {
         if (fs.existsSync(page404)) return send(404, TYPES[".html"], await fsp.readFile(page404));
         return plain404();
       }
-      return send(200, contentType(file), await fsp.readFile(file));
+      // Text gzipped when the client takes it, as GitHub Pages serves it (Lighthouse's
+      // simulated phone network counts the bytes on the wire).
+      const type = contentType(file);
+      const body = await fsp.readFile(file);
+      if (/gzip/.test(req.headers["accept-encoding"] || "") && /^(text\/|application\/(json|xml|atom)|image\/svg)/.test(type)) {
+        return send(200, type, zlib.gzipSync(body), { "Content-Encoding": "gzip", Vary: "Accept-Encoding" });
+      }
+      return send(200, type, body);
     } catch (e) {
       return send(500, "text/plain; charset=utf-8", `server error: ${e.message}\n`);
     }
@@ -1751,6 +1763,107 @@ async function main() {
       } finally {
         await ctx.close();
       }
+    });
+
+    await check("pdf: book.pdf (scripts/pdf.mjs) is linked from the index and every chapter; its outline has every chapter and its sections, its text every title, page numbers, every font embedded (CJK included)", async () => {
+      const file = path.join(root, "book.pdf");
+      assert(fs.existsSync(file), `${file} not found: tests/browser/run.sh prints it with scripts/pdf.mjs`);
+      const bad = [];
+      for (const slug of ["index", ...seriesOrder(root)]) {
+        const html = fs.readFileSync(path.join(root, slug === "index" ? "" : slug, "index.html"), "utf8");
+        if (!html.includes(`<a href="${PREFIX}book.pdf" type="application/pdf">`)) bad.push(`${slug} does not link book.pdf`);
+      }
+      // What the print page holds, as the reader sees it printed.
+      const ctx = await newContext();
+      let expected;
+      try {
+        const page = await ctx.newPage();
+        await goto(page, `${base}print.html`);
+        await page.emulateMedia({ media: "print" });
+        expected = await page.evaluate(() => ({
+          cover: document.querySelector(".print-cover h1").innerText,
+          chapters: [...document.querySelectorAll("article.print-chapter")].map((a) => ({
+            title: a.querySelector(".chapter-header h1").innerText,
+            sections: [...a.querySelectorAll("h2")].map((h) => h.innerText),
+          })),
+        }));
+      } finally {
+        await ctx.close();
+      }
+      // Chromium's PDF maps a glyph that Noto CJK shares between an ideograph and a radical to
+      // the radical (力 as U+2F12, 长 as U+2ED3): NFKC folds the Kangxi radicals back, the table
+      // the simplified radicals of the supplement, which have no decomposition. Spaces are layout.
+      const RADICALS = { "⻓": "长", "⻔": "门", "⻅": "见", "⻚": "页", "⻢": "马", "⻜": "飞", "⻛": "风", "⻉": "贝", "⻋": "车", "⻘": "青", "⻬": "齐", "⻮": "齿", "⻰": "龙", "⻳": "龟", "⻨": "麦", "⻩": "黄", "⻥": "鱼", "⻦": "鸟", "⻆": "角", "⻤": "鬼", "⻝": "食" };
+      const norm = (t) => t.normalize("NFKC").replace(/[\u2e80-\u2eff]/g, (c) => RADICALS[c] || c).replace(/\s+/g, "");
+      const pdfjs = await import("pdfjs-dist/legacy/build/pdf.mjs");
+      const doc = await pdfjs.getDocument({ data: new Uint8Array(await fsp.readFile(file)), verbosity: 0, disableFontFace: true }).promise;
+      try {
+        const outline = (await doc.getOutline()) || [];
+        const want = [expected.cover, ...expected.chapters.map((c) => c.title)].map(norm);
+        const got = outline.map((o) => norm(o.title));
+        if (JSON.stringify(got) !== JSON.stringify(want)) bad.push(`outline's top level: ${got.join(" | ")}; expected ${want.join(" | ")}`);
+        expected.chapters.forEach((c, i) => {
+          const items = (outline[i + 1]?.items || []).map((o) => norm(o.title));
+          const sections = c.sections.map(norm);
+          if (JSON.stringify(items) !== JSON.stringify(sections))
+            bad.push(`${c.title}: bookmarks ${items.join(" | ") || "(none)"}; sections ${sections.join(" | ")}`);
+        });
+        let text = "";
+        const fonts = new Map();
+        for (let n = 1; n <= doc.numPages; n++) {
+          const page = await doc.getPage(n);
+          const pageText = (await page.getTextContent()).items.map((i) => i.str).join("");
+          text += pageText;
+          if (!norm(pageText).includes(`${n}/${doc.numPages}`)) bad.push(`page ${n} does not show "${n} / ${doc.numPages}"`);
+          if (n % 10 !== 1) continue; // fonts on every tenth page: the operator lists are slow
+          const ops = await page.getOperatorList();
+          ops.fnArray.forEach((fn, i) => {
+            if (fn !== pdfjs.OPS.setFont) return;
+            const font = page.commonObjs.get(ops.argsArray[i][0]);
+            fonts.set(font.name, font.missingFile ? "missing" : "embedded");
+          });
+        }
+        const flat = norm(text);
+        for (const c of expected.chapters) if (!flat.includes(norm(c.title))) bad.push(`the text lacks the title ${c.title}`);
+        const missing = [...fonts].filter(([, v]) => v === "missing").map(([k]) => k);
+        if (missing.length) bad.push(`fonts not embedded: ${missing.join(", ")}`);
+        const cjk = [...fonts.keys()].filter((k) => /CJK|Hei|Song|Ming|Kai|Gothic/i.test(k));
+        if (cjk.length === 0) bad.push(`no CJK font among the embedded fonts: ${[...fonts.keys()].join(", ")}`);
+        console.log(`# book.pdf: ${doc.numPages} pages, ${outline.length} top-level bookmarks, ${fonts.size} fonts (${[...new Set(cjk.map((k) => k.replace(/^[A-Z]{6}\+/, "")))].join(", ")})`);
+      } finally {
+        await doc.destroy();
+      }
+      assert(bad.length === 0, bad.slice(0, 12).join("; "));
+    });
+
+    await check(`performance: Lighthouse mobile performance of every chapter >= ${LIGHTHOUSE_MIN_CHAPTER}, of the print page >= ${LIGHTHOUSE_MIN_PRINT}`, async () => {
+      const { default: lighthouse } = await import("lighthouse");
+      const chromeLauncher = await import("chrome-launcher");
+      // A browser of its own: Lighthouse drives it over its debugging port, one page at a time.
+      const chrome = await chromeLauncher.launch({
+        chromePath: CHROMIUM,
+        chromeFlags: ["--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run"],
+      });
+      const bad = [];
+      try {
+        const pages = [...seriesOrder(root).map((slug) => ({ name: slug, url: `${base}${slug}/`, min: LIGHTHOUSE_MIN_CHAPTER })), { name: "print", url: `${base}print.html`, min: LIGHTHOUSE_MIN_PRINT }];
+        for (const p of pages) {
+          const run = await lighthouse(p.url, { port: chrome.port, output: "json", logLevel: "error", onlyCategories: ["performance"] });
+          const lhr = run.lhr;
+          if (lhr.runtimeError) {
+            bad.push(`${p.name}: ${lhr.runtimeError.code} ${lhr.runtimeError.message}`);
+            continue;
+          }
+          const score = Math.round(lhr.categories.performance.score * 100);
+          const ms = (id) => Math.round(lhr.audits[id]?.numericValue ?? NaN);
+          const nodes = lhr.audits["dom-size"]?.numericValue;
+          console.log(`# lighthouse ${p.name}: performance ${score} (FCP ${ms("first-contentful-paint")} ms, LCP ${ms("largest-contentful-paint")} ms, TBT ${ms("total-blocking-time")} ms, CLS ${(lhr.audits["cumulative-layout-shift"]?.numericValue ?? NaN).toFixed(3)}, SI ${ms("speed-index")} ms, ${nodes} DOM nodes)`);
+          if (score < p.min) bad.push(`${p.name}: ${score} < ${p.min}`);
+        }
+      } finally {
+        await chrome.kill();
+      }
+      assert(bad.length === 0, bad.join("; "));
     });
   } catch (e) {
     if (!finished) {

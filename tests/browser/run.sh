@@ -38,7 +38,8 @@ if grep -Eq '(href|src)="/(style\.css|attnbook\.js|katex/)' "$site/index.html"; 
   die "index.html references assets at the domain root instead of /series/"
 fi
 
-if [ ! -d "$here/node_modules/playwright-core" ] || [ ! -f "$here/node_modules/axe-core/axe.min.js" ]; then
+if [ ! -d "$here/node_modules/playwright-core" ] || [ ! -f "$here/node_modules/axe-core/axe.min.js" ] \
+  || [ ! -f "$here/node_modules/pdfjs-dist/legacy/build/pdf.mjs" ] || [ ! -d "$here/node_modules/lighthouse" ]; then
   echo "== npm ci (tests/browser)"
   npm ci --prefix "$here" --no-audit --no-fund --loglevel=error >/dev/null
 fi
@@ -48,6 +49,10 @@ provenance="$work/provenance"
 cp -r "$root/tests/fixtures/provenance" "$work/provenance-src"
 "$bin" --root "$work/provenance-src" build --base-url http://127.0.0.1/series/ --out "$provenance" \
   || die "building tests/fixtures/provenance failed (see above)"
+
+# The book as a PDF, as the Pages workflow makes it; the checks read it (outline, text, fonts).
+echo "== scripts/pdf.mjs: print.html to book.pdf"
+CHROMIUM_PATH="$chromium" node "$root/scripts/pdf.mjs" "$site" || die "scripts/pdf.mjs failed (see above)"
 
 echo "== browser checks"
 node "$here/run.mjs" "$site" "$provenance"
