@@ -790,7 +790,12 @@ impl<'c> Builder<'c> {
         };
         // `\{{explore: x}}`: the backslash keeps the marker literal.
         let escaped = self.last_text_span.start > 0
-            && self.chapter.source.as_bytes().get(self.last_text_span.start - 1) == Some(&b'\\');
+            && self
+                .chapter
+                .source
+                .as_bytes()
+                .get(self.last_text_span.start - 1)
+                == Some(&b'\\');
         if let Some(marker) = explore::marker(text).filter(|_| !escaped) {
             return Some(Piece::ExploreMarker {
                 marker,
