@@ -171,6 +171,7 @@ fn rendered(text: String, values: &[f64]) -> Option<(String, Vec<Diagnostic>)> {
         terms: &[],
         previews: "",
         table_math: &std::collections::BTreeMap::new(),
+        points: &[],
     };
     let _ = html::headings_html(&inputs);
     Some((html::body_html(&inputs), diagnostics))

@@ -722,3 +722,56 @@ function attnbookMsg(key, values) {
   });
   window.addEventListener("hashchange", hide);
 })();
+
+/*
+ * Explorable passages (render/html.rs, explore_open_html): the build rendered the passage at
+ * every point of its parameter's grid; the default is on the page, the others in inert
+ * <template>s. The range input (shown only here, so a page without JavaScript has no dead
+ * control) swaps the view's content for the chosen point's, and says which point it shows in
+ * its aria-valuetext and the aria-live <output>.
+ */
+(function () {
+  "use strict";
+
+  var slice = Array.prototype.slice;
+  slice.call(document.querySelectorAll("div.explore")).forEach(function (box) {
+    var control = box.querySelector(".explore-control");
+    var input = control && control.querySelector("input[type=range]");
+    var output = control && control.querySelector("output");
+    var view = box.querySelector(".explore-view");
+    if (!input || !view) return;
+    var texts;
+    try {
+      texts = JSON.parse(input.getAttribute("data-texts"));
+    } catch (e) {
+      return;
+    }
+    var contents = {};
+    contents[view.getAttribute("data-point")] = slice.call(view.childNodes);
+    slice.call(box.querySelectorAll("template.explore-point")).forEach(function (t) {
+      contents[t.getAttribute("data-point")] = t;
+    });
+    function show(k) {
+      var content = contents[k];
+      if (!content || view.getAttribute("data-point") === String(k)) return;
+      if (!Array.isArray(content)) {
+        content = slice.call(document.importNode(content.content, true).childNodes);
+        contents[k] = content;
+      }
+      while (view.firstChild) view.removeChild(view.firstChild);
+      content.forEach(function (node) {
+        view.appendChild(node);
+      });
+      view.setAttribute("data-point", String(k));
+      input.setAttribute("aria-valuetext", texts[k]);
+      if (output) output.textContent = texts[k];
+    }
+    input.addEventListener("input", function () {
+      show(input.value);
+    });
+    input.addEventListener("change", function () {
+      show(input.value);
+    });
+    control.hidden = false;
+  });
+})();

@@ -125,10 +125,27 @@ fn run_options(options: &BlockOptions) -> String {
         no_output,
         timeout,
         fold: _,
+        param,
     } = options;
+    // A parameter's grid and default change what runs; a block without one keeps its old key.
+    let param = param
+        .as_ref()
+        .map(|p| format!("param {} {:?} {}\u{0}", p.name, p.values, p.default))
+        .unwrap_or_default();
     format!(
-        "BlockOptions {{ hide: {hide:?}, no_output: {no_output:?}, timeout: {timeout:?} }}\u{0}"
+        "BlockOptions {{ hide: {hide:?}, no_output: {no_output:?}, timeout: {timeout:?} }}\u{0}{param}"
     )
+}
+
+/// The key of one grid point's results: the chapter's key and the point.
+pub(super) fn point_key(chapter_key: &str, param: &str, value: &str) -> String {
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(chapter_key.as_bytes());
+    hasher.update(b"\0point\0");
+    hasher.update(param.as_bytes());
+    hasher.update(b"=");
+    hasher.update(value.as_bytes());
+    hasher.finalize().to_hex().to_string()
 }
 
 /// The chapter's cache file.
@@ -165,9 +182,13 @@ pub(super) fn store(
     run: &mut ChapterRun,
 ) -> std::io::Result<()> {
     std::fs::create_dir_all(cache_dir)?;
+    // Grid points are stored each under a key of their own.
     let entry = Entry {
         key: key.to_string(),
-        run: run.clone(),
+        run: ChapterRun {
+            points: Vec::new(),
+            ..run.clone()
+        },
     };
     let json = serde_json::to_vec(&entry).map_err(std::io::Error::other)?;
     run.digest = blake3::hash(&json).to_hex().to_string();

@@ -221,7 +221,22 @@ fn chapter_binary(chapter: &ChapterBlocks<'_>) -> (String, Vec<Option<Origin>>) 
             col_shift: 0,
             block: block.index,
         };
-        emit(format!("lab.begin_block({});", block.index), Some(fence));
+        let declare = block
+            .options
+            .param
+            .as_ref()
+            .map(|p| {
+                format!(
+                    " lab.declare_param({:?}, {:?}_f64);",
+                    p.name,
+                    p.value(p.default)
+                )
+            })
+            .unwrap_or_default();
+        emit(
+            format!("lab.begin_block({});{declare}", block.index),
+            Some(fence),
+        );
         for line in &block.lines {
             let origin = Origin {
                 path: chapter.path.to_path_buf(),

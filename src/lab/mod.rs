@@ -94,20 +94,104 @@ pub struct ChapterRun {
     /// later stages key their caches by, instead of serialising the results again.
     #[serde(skip)]
     pub digest: String,
+    /// The runs at the other points of the chapter's parameter grids (the run itself is at
+    /// every default), in block order and grid order. Cached each under a key of its own.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub points: Vec<PointRun>,
+}
+
+/// The chapter run at one point of a parameter's grid, the other parameters at their default.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PointRun {
+    /// The parameter's name.
+    pub param: String,
+    /// The point's index in the parameter's grid.
+    pub index: usize,
+    /// The run.
+    pub run: ChapterRun,
 }
 
 impl ChapterRun {
     /// What identifies these results in a render cache's key: the digest of their cache
-    /// entry, or (for a run that was never stored) of their JSON.
+    /// entry (or, for a run that was never stored, of their JSON), with the identities of the
+    /// runs at the other grid points.
     pub fn identity(&self) -> String {
-        if self.digest.is_empty() {
+        let own = if self.digest.is_empty() {
             serde_json::to_vec(self)
                 .map(|json| blake3::hash(&json).to_hex().to_string())
                 .unwrap_or_default()
         } else {
             self.digest.clone()
+        };
+        if self.points.is_empty() {
+            return own;
         }
+        let mut all = blake3::Hasher::new();
+        all.update(own.as_bytes());
+        for point in &self.points {
+            all.update(point.param.as_bytes());
+            all.update(&(point.index as u64).to_le_bytes());
+            all.update(point.run.identity().as_bytes());
+        }
+        all.finalize().to_hex().to_string()
     }
+
+    /// The run at point `index` of `param`'s grid: this one at the default, else one of
+    /// [`ChapterRun::points`].
+    pub fn at(
+        &self,
+        param: &crate::markdown::experiment::Param,
+        index: usize,
+    ) -> Option<&ChapterRun> {
+        if index == param.default {
+            return Some(self);
+        }
+        self.points
+            .iter()
+            .find(|p| p.param == param.name && p.index == index)
+            .map(|p| &p.run)
+    }
+}
+
+/// A grid point other than the default, to run.
+#[derive(Debug, Clone)]
+struct PointSpec {
+    param: String,
+    index: usize,
+    value: String,
+}
+
+impl PointSpec {
+    /// What the run of the point is called in file names (cache, sandbox, results).
+    fn file_name(&self, slug: &str) -> String {
+        format!("{slug}~{}={}", self.param, self.value)
+    }
+
+    /// `name = value`, as diagnostics name the point.
+    fn text(&self) -> String {
+        format!("{} = {}", self.param, self.value)
+    }
+}
+
+/// The points of every parameter the chapter's blocks declare, defaults left out.
+fn points_of(chapter: &Parsed) -> Vec<PointSpec> {
+    chapter
+        .doc
+        .experiments
+        .iter()
+        .filter_map(|e| e.options.param.as_ref())
+        .flat_map(|p| {
+            p.values
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| *i != p.default)
+                .map(|(index, value)| PointSpec {
+                    param: p.name.clone(),
+                    index,
+                    value: value.clone(),
+                })
+        })
+        .collect()
 }
 
 /// A parsed chapter with what its experiments produced: this stage's output. It dereferences
@@ -333,9 +417,27 @@ pub fn run(series: &Series<Parsed>, plan: &LabPlan) -> Runs {
     );
     let cache_dir = paths.work.join("cache");
     let mut stale = Vec::new();
+    let mut points: Vec<Vec<PointRun>> = vec![Vec::new(); series.chapters.len()];
+    let mut stale_points = Vec::new();
     for &i in &with_blocks {
         let c = &series.chapters[i];
         let key = cache::chapter_key(&env_key, &c.slug, c.seed(), &c.doc.experiments);
+        for point in points_of(c) {
+            let point_key = cache::point_key(&key, &point.param, &point.value);
+            match cache::load(&cache_dir, &point.file_name(&c.slug), &point_key)
+                .filter(|_| !plan.rerun)
+            {
+                Some(mut run) => {
+                    run.from_cache = true;
+                    points[i].push(PointRun {
+                        param: point.param,
+                        index: point.index,
+                        run,
+                    });
+                }
+                None => stale_points.push((i, point_key, point)),
+            }
+        }
         match cache::load(&cache_dir, &c.slug, &key).filter(|_| !plan.rerun) {
             Some(mut run) => {
                 run.from_cache = true;
@@ -344,7 +446,8 @@ pub fn run(series: &Series<Parsed>, plan: &LabPlan) -> Runs {
             None => stale.push((i, key)),
         }
     }
-    if stale.is_empty() {
+    if stale.is_empty() && stale_points.is_empty() {
+        attach_points(&mut out.runs, points);
         if reseeded
             && lab.dependencies.is_empty()
             && let Err(e) = lock::resolve(&paths.work.join("lab"), &paths.target)
@@ -353,10 +456,16 @@ pub fn run(series: &Series<Parsed>, plan: &LabPlan) -> Runs {
         }
         return out;
     }
-    let stale_slugs: Vec<&str> = stale
+    let mut stale_slugs: Vec<&str> = stale
         .iter()
         .map(|(i, _)| series.chapters[*i].slug.as_str())
         .collect();
+    for (i, _, _) in &stale_points {
+        let slug = series.chapters[*i].slug.as_str();
+        if !stale_slugs.contains(&slug) {
+            stale_slugs.push(slug);
+        }
+    }
     let built = match build(&paths, &all, krate, &stale_slugs, plan) {
         Ok(built) => built,
         Err(errors) => {
@@ -366,34 +475,66 @@ pub fn run(series: &Series<Parsed>, plan: &LabPlan) -> Runs {
     };
     out.errors.extend(built.errors.iter().cloned());
     // Chapters that did not compile have their errors reported already.
-    let runnable: Vec<(usize, String, &Parsed, &Path)> = stale
+    // Every default run and every grid point is one job; they all run in parallel.
+    let runnable: Vec<(usize, String, &Parsed, &Path, Option<PointSpec>)> = stale
         .into_iter()
-        .filter_map(|(i, key)| {
+        .map(|(i, key)| (i, key, None))
+        .chain(
+            stale_points
+                .into_iter()
+                .map(|(i, key, p)| (i, key, Some(p))),
+        )
+        .filter_map(|(i, key, point)| {
             let chapter = &series.chapters[i];
             let executable = built.executable(&chapter.slug)?;
-            Some((i, key, chapter, executable))
+            Some((i, key, chapter, executable, point))
         })
         .collect();
-    let jobs: Vec<(&Parsed, &Path)> = runnable.iter().map(|(_, _, c, e)| (*c, *e)).collect();
+    let jobs: Vec<Job<'_>> = runnable
+        .iter()
+        .map(|(_, _, c, e, p)| (*c, *e, p.as_ref()))
+        .collect();
     reap::become_subreaper();
     let outcomes = run_all(&paths, &built.map, &jobs, plan, lab, &toolchain, &cpu);
     // Nothing may run any more: whatever a chapter started and left behind goes now.
     reap::kill_orphans(&[]);
-    for ((i, key, chapter, _), outcome) in runnable.into_iter().zip(outcomes) {
+    for ((i, key, chapter, _, point), outcome) in runnable.into_iter().zip(outcomes) {
         match outcome {
             Ok(mut run) => {
-                if let Err(e) = cache::store(&cache_dir, &chapter.slug, &key, &mut run) {
-                    eprintln!(
-                        "warning: cannot write the experiment cache for {}: {e}",
-                        chapter.slug
-                    );
+                let name = point
+                    .as_ref()
+                    .map_or_else(|| chapter.slug.clone(), |p| p.file_name(&chapter.slug));
+                if let Err(e) = cache::store(&cache_dir, &name, &key, &mut run) {
+                    eprintln!("warning: cannot write the experiment cache for {name}: {e}");
                 }
-                out.runs[i] = Some(run);
+                match point {
+                    Some(p) => points[i].push(PointRun {
+                        param: p.param,
+                        index: p.index,
+                        run,
+                    }),
+                    None => out.runs[i] = Some(run),
+                }
             }
             Err(errors) => out.errors.extend(errors),
         }
     }
+    attach_points(&mut out.runs, points);
     out
+}
+
+/// One run to do: the chapter, its binary, and the grid point (`None`: every default).
+type Job<'a> = (&'a Parsed, &'a Path, Option<&'a PointSpec>);
+
+/// Gives each chapter's default run its grid points' runs, in grid order; a chapter whose
+/// default run failed keeps none (its failure is reported).
+fn attach_points(runs: &mut [Option<ChapterRun>], points: Vec<Vec<PointRun>>) {
+    for (run, mut points) in runs.iter_mut().zip(points) {
+        if let Some(run) = run {
+            points.sort_by(|a, b| (&a.param, a.index).cmp(&(&b.param, b.index)));
+            run.points = points;
+        }
+    }
 }
 
 /// Removes from `.attnbook/run/` what no chapter of the series will use again: the results
@@ -403,7 +544,10 @@ fn prune_run_dir(run: &Path, series: &Series<Parsed>) {
     let Ok(entries) = std::fs::read_dir(run) else {
         return;
     };
-    let known = |slug: &str| series.chapters.iter().any(|c| c.slug == slug);
+    let known = |name: &str| {
+        let slug = name.split_once('~').map_or(name, |(slug, _)| slug);
+        series.chapters.iter().any(|c| c.slug == slug)
+    };
     for entry in entries.filter_map(Result::ok) {
         let name = entry.file_name().to_string_lossy().into_owned();
         let path = entry.path();
@@ -631,7 +775,7 @@ struct RunSettings<'a> {
 fn run_all(
     paths: &Paths,
     map: &SourceMap,
-    jobs: &[(&Parsed, &Path)],
+    jobs: &[Job<'_>],
     plan: &LabPlan,
     site: &crate::config::LabConfig,
     toolchain: &str,
@@ -676,9 +820,10 @@ fn run_all(
             for _ in 0..workers.min(order.len()) {
                 scope.spawn(|| {
                     while let Some(&index) = order.get(next.fetch_add(1, Ordering::SeqCst)) {
-                        let (chapter, executable) = jobs[index];
+                        let (chapter, executable, point) = jobs[index];
                         let started = Instant::now();
-                        let outcome = run_chapter(&settings, chapter, executable);
+                        let outcome = run_chapter(&settings, chapter, executable, point)
+                            .map_err(|errors| at_point(errors, point));
                         let finished = done.fetch_add(1, Ordering::SeqCst) + 1;
                         if !plan.progress && running.elapsed() >= quiet() {
                             // No terminal (a CI log): once running takes long, one plain line
@@ -736,7 +881,23 @@ fn run_token(slug: &str) -> String {
     format!("{}-{n}-{}", std::process::id(), &slug[..8])
 }
 
-fn run_chapter(settings: &RunSettings<'_>, chapter: &Parsed, executable: &Path) -> Outcome {
+/// A point's failures say which point failed: `... (at d_k = 512)`.
+fn at_point(mut errors: Vec<Diagnostic>, point: Option<&PointSpec>) -> Vec<Diagnostic> {
+    if let Some(point) = point {
+        for d in &mut errors {
+            d.message = format!("{} (at {})", d.message, point.text());
+        }
+    }
+    errors
+}
+
+fn run_chapter(
+    settings: &RunSettings<'_>,
+    chapter: &Parsed,
+    executable: &Path,
+    point: Option<&PointSpec>,
+) -> Outcome {
+    let run_name = point.map_or_else(|| chapter.slug.clone(), |p| p.file_name(&chapter.slug));
     let RunSettings {
         map,
         site,
@@ -761,7 +922,8 @@ fn run_chapter(settings: &RunSettings<'_>, chapter: &Parsed, executable: &Path) 
             .collect(),
         output_cap,
         memory: memory_mb * 1024 * 1024,
-        sandbox: results_dir.join(format!("sandbox-{}", chapter.slug)),
+        sandbox: results_dir.join(format!("sandbox-{run_name}")),
+        point: point.map(|p| format!("{}={}", p.param, p.value)),
     };
     let _ = std::fs::remove_dir_all(&limits.sandbox);
     std::fs::create_dir_all(&limits.sandbox)
@@ -774,7 +936,7 @@ fn run_chapter(settings: &RunSettings<'_>, chapter: &Parsed, executable: &Path) 
         })?;
     // A directory of the chapter's own, the only one besides its sandbox that its process may
     // write (Landlock): no other chapter running beside it can replace its results.
-    let own_results = results_dir.join(format!("results-{}", chapter.slug));
+    let own_results = results_dir.join(format!("results-{run_name}"));
     let _ = std::fs::remove_dir_all(&own_results);
     std::fs::create_dir_all(&own_results).map_err(|e| {
         vec![Diagnostic::error(format!(
@@ -788,7 +950,7 @@ fn run_chapter(settings: &RunSettings<'_>, chapter: &Parsed, executable: &Path) 
         executable,
         (&chapter.slug, chapter.seed(), &results_path),
         blocks.len(),
-        &run_token(&chapter.slug),
+        &run_token(&run_name),
         &limits,
     )
     .map_err(|e| {
@@ -842,6 +1004,7 @@ fn run_chapter(settings: &RunSettings<'_>, chapter: &Parsed, executable: &Path) 
         meta,
         from_cache: false,
         digest: String::new(),
+        points: Vec::new(),
     })
 }
 

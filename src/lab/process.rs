@@ -39,6 +39,8 @@ pub(super) struct Limits {
     pub memory: u64,
     /// Working directory of the process (its sandbox for files it writes).
     pub sandbox: std::path::PathBuf,
+    /// The grid point to run at, `name=value` (`lab_protocol::PARAM_ENV`), if any.
+    pub point: Option<String>,
 }
 
 /// How the process ended.
@@ -110,9 +112,13 @@ pub(super) fn run(
         .env("ATTNBOOK_SANDBOX", "1")
         .env(CONTROL_FDS_ENV, "3,4")
         .env(reap::RUN_TOKEN_ENV, token)
+        .env_remove(lab_protocol::PARAM_ENV)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
+    if let Some(point) = &limits.point {
+        command.env(lab_protocol::PARAM_ENV, point);
+    }
     prepare_child(
         &mut command,
         limits.memory,

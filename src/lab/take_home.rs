@@ -406,6 +406,14 @@ fn program(chapter: &Parsed, title: &str, page: &str, pin: &Pin) -> String {
             block.line,
             block.index
         ));
+        // The parameter of a `param="..."` block, at its default (PARAM_ENV picks another).
+        if let Some(p) = &block.options.param {
+            text.push_str(&format!(
+                "    lab.declare_param({:?}, {:?}_f64);\n",
+                p.name,
+                p.value(p.default)
+            ));
+        }
         // Unindented, as written: a line may continue a multi-line string literal.
         for line in &block.lines {
             text.push_str(&line.code);

@@ -17,6 +17,42 @@ pub struct BlockOptions {
     pub timeout: Option<u64>,
     /// Whether the code starts collapsed (`fold`, `fold="..."`, `fold=false`).
     pub fold: Fold,
+    /// A parameter the block declares (`param="name: v1, v2, ...; default v"`): the build runs
+    /// the chapter once per value, and `{{explore: name}}` passages show every run.
+    pub param: Option<Param>,
+}
+
+/// Most values a parameter's grid may hold: each one is a run of the whole chapter.
+pub(crate) const MAX_GRID_POINTS: usize = 8;
+
+/// A parameter declared by `param="name: v1, v2, ...; default v"` on an experiment block.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct Param {
+    /// Its name, as `lab.param("name")` reads it and `{{explore: name}}` names it.
+    pub name: String,
+    /// The grid's values as written (`0.5`, `16`), in order.
+    pub values: Vec<String>,
+    /// The index in `values` of the default, the point the prose is written for.
+    pub default: usize,
+}
+
+impl Param {
+    /// The value at grid point `i`, as a number.
+    pub fn value(&self, i: usize) -> f64 {
+        self.values
+            .get(i)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(f64::NAN)
+    }
+
+    /// `name = value` for grid point `i`: how the page and the diagnostics name a point.
+    pub fn point_text(&self, i: usize) -> String {
+        format!(
+            "{} = {}",
+            self.name,
+            self.values.get(i).map_or("?", String::as_str)
+        )
+    }
 }
 
 /// Whether a block's code starts collapsed under a one-line summary.
@@ -33,7 +69,7 @@ pub enum Fold {
 
 /// What the fence options say, for the help of every option error.
 const OPTIONS_HELP: &str = "options are `hide`, `no_output`, `timeout=SECS`, `fold`, \
-`fold=\"summary\"` and `fold=false`, separated by commas";
+`fold=\"summary\"`, `fold=false` and `param=\"name: v1, v2, ...; default v\"`, separated by commas";
 
 /// One source line of an experiment block.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -347,6 +383,14 @@ fn apply_option(options: &mut BlockOptions, word: &str) -> Result<(), String> {
             }
             options.fold = parse_fold(w)?;
         }
+        w if w.starts_with("param=") => {
+            if options.param.is_some() {
+                return Err(format!(
+                    "`{w}`: the block already declares a parameter (one `param` per block)"
+                ));
+            }
+            options.param = Some(parse_param(w)?);
+        }
         other => return Err(format!("unknown experiment option `{other}`")),
     }
     Ok(())
@@ -374,6 +418,100 @@ fn parse_fold(word: &str) -> Result<Fold, String> {
         ));
     }
     Ok(Fold::Folded(Some(summary.to_string())))
+}
+
+/// `param="name: v1, v2, ...; default v"`.
+pub(crate) fn parse_param(word: &str) -> Result<Param, String> {
+    let value = word.strip_prefix("param=").unwrap_or(word);
+    let spec = value
+        .strip_prefix('"')
+        .and_then(|v| v.strip_suffix('"'))
+        .filter(|v| !v.contains('"'))
+        .ok_or(format!(
+            "`{word}`: a parameter is written in double quotes, `param=\"name: v1, v2, ...; default v\"`"
+        ))?;
+    let (name, rest) = spec.split_once(':').ok_or(format!(
+        "`{word}`: no `:` after the parameter's name (`param=\"name: v1, v2, ...; default v\"`)"
+    ))?;
+    let name = name.trim();
+    let ident = name
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !ident {
+        return Err(format!(
+            "`{word}`: the parameter's name `{name}` is not a name (ASCII letters, digits and `_`, not starting with a digit)"
+        ));
+    }
+    let (grid, default) = match rest.split_once(';') {
+        Some((grid, default)) => (grid, Some(default.trim())),
+        None => (rest, None),
+    };
+    let values: Vec<String> = grid
+        .split(',')
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
+        .map(str::to_string)
+        .collect();
+    if values.is_empty() {
+        return Err(format!("`{word}`: the grid of `{name}` is empty"));
+    }
+    if values.len() < 2 {
+        return Err(format!(
+            "`{word}`: the grid of `{name}` has one value; give two to {MAX_GRID_POINTS}"
+        ));
+    }
+    if values.len() > MAX_GRID_POINTS {
+        return Err(format!(
+            "`{word}`: the grid of `{name}` has {} values; at most {MAX_GRID_POINTS} (each one runs the whole chapter)",
+            values.len()
+        ));
+    }
+    let mut numbers = Vec::with_capacity(values.len());
+    for v in &values {
+        match v.parse::<f64>() {
+            Ok(x) if x.is_finite() && !v.starts_with('+') => {
+                if numbers.contains(&x) {
+                    return Err(format!("`{word}`: `{v}` is twice in the grid of `{name}`"));
+                }
+                numbers.push(x);
+            }
+            _ => {
+                return Err(format!(
+                    "`{word}`: `{v}` in the grid of `{name}` is not a number"
+                ));
+            }
+        }
+    }
+    let default = match default {
+        None => {
+            return Err(format!(
+                "`{word}`: no default; end the grid with `; default v`, the value the prose is written for"
+            ));
+        }
+        Some(d) => {
+            let d = d
+                .strip_prefix("default")
+                .map(str::trim)
+                .ok_or(format!("`{word}`: after `;` comes `default v`, not `{d}`"))?;
+            let x = d.parse::<f64>().ok().filter(|x| x.is_finite());
+            match x.and_then(|x| numbers.iter().position(|n| *n == x)) {
+                Some(i) => i,
+                None => {
+                    return Err(format!(
+                        "`{word}`: the default `{d}` is not in the grid of `{name}` ({})",
+                        values.join(", ")
+                    ));
+                }
+            }
+        }
+    };
+    Ok(Param {
+        name: name.to_string(),
+        values,
+        default,
+    })
 }
 
 fn split_lines(text: &str, first_line: usize) -> Vec<CodeLine> {
@@ -419,12 +557,67 @@ mod tests {
                 no_output: false,
                 timeout: Some(3),
                 fold: Fold::Auto,
+                param: None,
             }
         );
         assert!(parse_options(&["timeout=0"]).is_err());
         assert_eq!(
             parse_options(&["hidden"]).unwrap_err(),
             [("hidden", "unknown experiment option `hidden`".to_string())]
+        );
+    }
+
+    fn param_of(info: &str) -> Result<Option<Param>, Vec<String>> {
+        let words = option_words(info).map_err(|e| vec![e])?;
+        parse_options(&words[2..])
+            .map(|o| o.param)
+            .map_err(|p| p.into_iter().map(|(_, m)| m).collect())
+    }
+
+    #[test]
+    fn a_parameter_takes_a_name_a_grid_and_a_default() {
+        let p = param_of("rust,experiment,param=\"tau: 0.25, 0.5,1 , 2; default 1\",fold")
+            .unwrap()
+            .unwrap();
+        assert_eq!(p.name, "tau");
+        assert_eq!(p.values, ["0.25", "0.5", "1", "2"]);
+        assert_eq!(p.default, 2);
+        assert_eq!(p.value(3), 2.0);
+        assert_eq!(p.point_text(0), "tau = 0.25");
+        // The default matches by value, not spelling.
+        let p = param_of("rust,experiment,param=\"d_k: 8, 64, 512; default 64.0\"")
+            .unwrap()
+            .unwrap();
+        assert_eq!(p.default, 1);
+        assert_eq!(param_of("rust,experiment").unwrap(), None);
+    }
+
+    #[test]
+    fn a_malformed_parameter_says_what_is_wrong() {
+        let problem = |info| param_of(info).unwrap_err()[0].clone();
+        assert!(problem("rust,experiment,param=tau").contains("double quotes"));
+        assert!(problem("rust,experiment,param=\"tau 1, 2; default 1\"").contains("no `:`"));
+        assert!(problem("rust,experiment,param=\"2x: 1, 2; default 1\"").contains("not a name"));
+        assert!(problem("rust,experiment,param=\"tau: ; default 1\"").contains("is empty"));
+        assert!(problem("rust,experiment,param=\"tau: 1; default 1\"").contains("one value"));
+        assert!(problem("rust,experiment,param=\"tau: 1, 2, 3\"").contains("no default"));
+        assert!(
+            problem("rust,experiment,param=\"tau: 1, 2; default 3\"").contains("not in the grid")
+        );
+        assert!(problem("rust,experiment,param=\"tau: 1, x; default 1\"").contains("not a number"));
+        assert!(problem("rust,experiment,param=\"tau: 1, 1.0; default 1\"").contains("twice"));
+        assert!(problem("rust,experiment,param=\"tau: 1, 2; 1\"").contains("`default v`"));
+        let big = format!(
+            "rust,experiment,param=\"n: {}; default 1\"",
+            (1..=MAX_GRID_POINTS + 1)
+                .map(|i| i.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        assert!(problem(&big).contains("at most"));
+        assert!(
+            problem("rust,experiment,param=\"a: 1, 2; default 1\",param=\"b: 1, 2; default 1\"")
+                .contains("already declares")
         );
     }
 

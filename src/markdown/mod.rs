@@ -9,6 +9,7 @@ pub mod cite;
 pub mod claim;
 mod east_asian;
 pub(crate) mod experiment;
+pub mod explore;
 mod headings;
 mod inline;
 pub mod quote;
@@ -126,6 +127,19 @@ pub enum Piece {
         /// Byte span in the chapter file.
         span: Range<usize>,
     },
+    /// Start of explorable passage `Doc::explores[i]` (`{{explore: name}}`).
+    ExploreStart(usize),
+    /// Its end (`{{/explore}}`).
+    ExploreEnd(usize),
+    /// A marker as the builder found it, before [`explore::collect`] pairs the markers.
+    ExploreMarker {
+        /// Opening or closing.
+        marker: explore::Marker,
+        /// Byte span in the chapter file.
+        span: Range<usize>,
+        /// Inside a list, block quote or footnote (an error).
+        nested: bool,
+    },
     /// A `{{table: name}}` or `{{figure: name}}` line.
     Placement {
         /// Table or figure.
@@ -160,6 +174,8 @@ pub struct Doc {
     pub citations: Vec<cite::Citation>,
     /// Figures from image files, in document order.
     pub image_figures: Vec<ImageFigure>,
+    /// Explorable passages, in document order.
+    pub explores: Vec<explore::Explore>,
     /// Byte spans of the prose: text that maps byte for byte onto the source, outside code,
     /// math, quoted numbers and autolinks (what the glossary rule reads).
     pub prose: Vec<Range<usize>>,
@@ -241,6 +257,7 @@ pub fn parse(chapter: &Chapter) -> (Doc, Vec<Diagnostic>) {
         if builder.unplaced.is_empty() {
             east_asian::join_lines(&mut builder.doc.pieces);
             diagnostics.extend(builder.diagnostics);
+            diagnostics.extend(explore::collect(chapter, &mut builder.doc));
             diagnostics.extend(headings::duplicate_ids(chapter, &builder.doc));
             diagnostics.extend(headings::duplicate_elements(chapter, &builder.doc));
             return (builder.doc, diagnostics);
@@ -321,6 +338,8 @@ struct Builder<'c> {
     open_claims: Vec<(usize, Option<usize>, usize, Range<usize>)>,
     /// Open emphasis, strong, strikethrough, links and images.
     inline_depth: usize,
+    /// Open lists, block quotes and footnote definitions.
+    containers: usize,
 }
 
 struct OpenHeading {
@@ -350,6 +369,7 @@ impl<'c> Builder<'c> {
             last_text_span: 0..0,
             open_claims: Vec::new(),
             inline_depth: 0,
+            containers: 0,
         }
     }
 
@@ -391,6 +411,15 @@ impl<'c> Builder<'c> {
                 Event::End(_) => self.inline_depth = self.inline_depth.saturating_sub(1),
                 _ => {}
             }
+        }
+        match &event {
+            Event::Start(Tag::BlockQuote(_) | Tag::List(_) | Tag::FootnoteDefinition(_)) => {
+                self.containers += 1
+            }
+            Event::End(TagEnd::BlockQuote(_) | TagEnd::List(_) | TagEnd::FootnoteDefinition) => {
+                self.containers = self.containers.saturating_sub(1)
+            }
+            _ => {}
         }
         match event {
             Event::Start(Tag::CodeBlock(kind)) => self.start_code(kind, span),
@@ -759,6 +788,21 @@ impl<'c> Builder<'c> {
         else {
             return None;
         };
+        // `\{{explore: x}}`: the backslash keeps the marker literal.
+        let escaped = self.last_text_span.start > 0
+            && self
+                .chapter
+                .source
+                .as_bytes()
+                .get(self.last_text_span.start - 1)
+                == Some(&b'\\');
+        if let Some(marker) = explore::marker(text).filter(|_| !escaped) {
+            return Some(Piece::ExploreMarker {
+                marker,
+                span: self.last_text_span.clone(),
+                nested: self.containers > 0,
+            });
+        }
         let inner = text.trim().strip_prefix("{{")?.strip_suffix("}}")?;
         if inner.trim() == "glossary" {
             return Some(Piece::Glossary {

@@ -235,3 +235,87 @@ fn elements_with_one_id_are_errors_naming_both_places() {
     let (_, _, diags) = parsed("{{figure: f}}\n\n{{table: f}}\n\n## f\n");
     assert!(diags.iter().all(|d| !d.is_error()), "{diags:?}");
 }
+
+#[test]
+fn an_explorable_passage_holds_its_quotes_and_claims_and_names_its_block() {
+    let body = "```rust,experiment,param=\"tau: 0.5, 1; default 1\"\nlet t = lab.param(\"tau\");\n```\n\n\
+                前 [1]{=a}。\n\n{{explore: tau}}\n\n中 [2]{=b}，[真]{? b > 0}。\n\n{{/explore}}\n\n后 [3]{=c}。\n";
+    let (c, doc, diags) = parsed(body);
+    assert!(diags.is_empty(), "{diags:?}");
+    assert_eq!(doc.explores.len(), 1);
+    let e = &doc.explores[0];
+    assert_eq!(e.param, "tau");
+    assert_eq!(e.block, 0);
+    assert_eq!(e.quotes, [1]);
+    assert_eq!(e.claims, [0]);
+    assert_eq!(c.location(e.span.clone()).line, 11);
+    assert!(matches!(
+        doc.pieces[e.pieces.start - 1],
+        Piece::ExploreStart(0)
+    ));
+    assert!(matches!(doc.pieces[e.pieces.end], Piece::ExploreEnd(0)));
+    assert!(e.contains(doc.quotes[1].span.start));
+    assert!(!e.contains(doc.quotes[2].span.start));
+    assert!(
+        !doc.pieces
+            .iter()
+            .any(|p| matches!(p, Piece::ExploreMarker { .. }))
+    );
+}
+
+#[test]
+fn malformed_passages_are_each_reported_at_their_marker() {
+    let body = "```rust,experiment,param=\"n: 1, 2; default 1\"\nlet n = 1;\n```\n\n\
+                {{/explore}}\n\n{{explore: m}}\n\n{{explore}}\n\n{{explore: n}}\n\n{{explore: n}}\n\n> {{explore: n}}\n";
+    let (c, doc, diags) = parsed(body);
+    let said: Vec<String> = diags
+        .iter()
+        .map(|d| {
+            format!(
+                "{}: {}",
+                d.location.as_ref().map_or(0, |l| l.line),
+                d.message
+            )
+        })
+        .collect();
+    assert!(
+        said.contains(&"9: `{{/explore}}` closes no passage".to_string()),
+        "{said:?}"
+    );
+    assert!(
+        said.contains(&"11: unknown parameter `m` in `{{explore: m}}`".to_string()),
+        "{said:?}"
+    );
+    assert!(
+        said.contains(&"13: an explorable passage names no parameter".to_string()),
+        "{said:?}"
+    );
+    assert!(
+        said.iter()
+            .any(|s| s.starts_with("17: `{{explore: n}}` inside the passage of `n`")),
+        "{said:?}"
+    );
+    assert!(
+        said.iter()
+            .any(|s| s.starts_with("19: an explorable passage's marker stands inside")),
+        "{said:?}"
+    );
+    assert!(
+        said.contains(&"15: `{{explore: n}}` is never closed".to_string()),
+        "{said:?}"
+    );
+    assert!(doc.explores.is_empty(), "an unclosed passage is dropped");
+    let _ = c;
+}
+
+#[test]
+fn a_backslash_keeps_a_passage_marker_literal() {
+    let (_, doc, diags) = parsed("\\{{explore: n}}\n");
+    assert!(diags.is_empty(), "{diags:?}");
+    assert!(doc.explores.is_empty());
+    assert!(
+        doc.pieces
+            .iter()
+            .any(|p| matches!(p, Piece::Event(Event::Text(t)) if t.contains("{{explore: n}}")))
+    );
+}

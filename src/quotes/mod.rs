@@ -29,6 +29,57 @@ pub struct Bound {
     pub bindings: Vec<Binding>,
     /// One verdict per claim, in `doc.claims` order.
     pub claims: Vec<claims::ClaimBinding>,
+    /// The quotes and claims bound again at every other point of the chapter's parameter
+    /// grids (see [`BoundPoint`]), in the order of `run.points`.
+    pub points: Vec<BoundPoint>,
+}
+
+/// A chapter's quotes and claims bound to its run at one grid point. Only those inside an
+/// `{{explore: param}}` passage are shown and checked at the point; the source's text is the
+/// default's, so a quote whose rule compares the rerun with the quoted number (rounding, `±`,
+/// `~%`) is shown in the quote's format and not compared at other points, while bounds
+/// (`>=`, `<=`, `lo..hi`), relative bounds and claims must hold at every point.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct BoundPoint {
+    /// The parameter.
+    pub param: String,
+    /// The point's index in its grid.
+    pub index: usize,
+    /// `name = value`.
+    pub text: String,
+    /// One binding per quote, in `doc.quotes` order.
+    pub bindings: Vec<Binding>,
+    /// One verdict per claim, in `doc.claims` order.
+    pub claims: Vec<claims::ClaimBinding>,
+}
+
+impl Bound {
+    /// The bindings and verdicts at point `index` of `param`'s grid: the chapter's own at the
+    /// default.
+    pub fn at(
+        &self,
+        param: &crate::markdown::experiment::Param,
+        index: usize,
+    ) -> Option<(&[Binding], &[claims::ClaimBinding])> {
+        if index == param.default {
+            return Some((&self.bindings, &self.claims));
+        }
+        self.points
+            .iter()
+            .find(|p| p.param == param.name && p.index == index)
+            .map(|p| (p.bindings.as_slice(), p.claims.as_slice()))
+    }
+
+    /// The parameter an explorable passage varies.
+    pub fn param_of(
+        &self,
+        passage: &crate::markdown::explore::Explore,
+    ) -> Option<&crate::markdown::experiment::Param> {
+        self.doc
+            .experiments
+            .get(passage.block)
+            .and_then(|e| e.options.param.as_ref())
+    }
 }
 
 impl std::ops::Deref for Bound {
@@ -114,6 +165,40 @@ pub struct ValueIndex {
 }
 
 impl ValueIndex {
+    /// This index with `chapter`'s values replaced by those of `run` (one of its grid points).
+    pub fn with_chapter(&self, chapter: &Ran, run: &crate::lab::ChapterRun) -> ValueIndex {
+        let (values, lines) = Self::chapter_values(chapter, run);
+        let mut chapters = self.chapters.clone();
+        let mut all_lines = self.lines.clone();
+        chapters.insert(chapter.slug.clone(), values);
+        all_lines.insert(chapter.slug.clone(), lines);
+        ValueIndex {
+            chapters,
+            lines: all_lines,
+        }
+    }
+
+    /// One chapter's values of `run`, flattened, and their recording lines.
+    fn chapter_values(
+        chapter: &Ran,
+        run: &crate::lab::ChapterRun,
+    ) -> (BTreeMap<String, f64>, BTreeMap<String, usize>) {
+        let mut values = BTreeMap::new();
+        let mut lines = BTreeMap::new();
+        let recorded = RecordedLines::new(&chapter.doc.experiments);
+        for value in &run.results.values {
+            let line = recorded.markdown_line(&value.file, value.line);
+            for (suffix, x) in flatten(&value.shape, &value.data) {
+                let name = format!("{}{suffix}", value.name);
+                if let Some(line) = line {
+                    lines.insert(name.clone(), line);
+                }
+                values.insert(name, x);
+            }
+        }
+        (values, lines)
+    }
+
     /// Flattens the recorded values (`name`, `name.i`, `name.i.j`).
     pub fn new<C: AsRef<Ran>>(series: &Series<C>) -> Self {
         let mut chapters = BTreeMap::new();
@@ -256,18 +341,89 @@ pub fn bind(series: Series<Ran>) -> (Series<Bound>, Vec<Diagnostic>) {
     let (bindings, mut errors) = bind_quotes(&series, &index);
     let (claims, claim_errors) = bind_claims(&series, &index);
     errors.extend(claim_errors);
+    let mut points = Vec::with_capacity(series.chapters.len());
+    for chapter in &series.chapters {
+        let (bound, found) = bind_points(&series, &index, chapter);
+        points.push(bound);
+        errors.extend(found);
+    }
     let series = series.map_chapters(|chapters| {
         chapters
             .into_iter()
-            .zip(bindings.into_iter().zip(claims))
-            .map(|(ran, (bindings, claims))| Bound {
+            .zip(bindings.into_iter().zip(claims).zip(points))
+            .map(|(ran, ((bindings, claims), points))| Bound {
                 ran,
                 bindings,
                 claims,
+                points,
             })
             .collect()
     });
     (series, errors)
+}
+
+/// Binds a chapter's quotes and claims at each of its grid points (see [`BoundPoint`]); the
+/// problems found inside a passage of the point's parameter are reported with the point.
+fn bind_points(
+    series: &Series<Ran>,
+    index: &ValueIndex,
+    chapter: &Ran,
+) -> (Vec<BoundPoint>, Vec<Diagnostic>) {
+    let mut out = Vec::new();
+    let mut errors = Vec::new();
+    let Some(run) = &chapter.run else {
+        return (out, errors);
+    };
+    for point in &run.points {
+        let Some(param) = chapter
+            .doc
+            .experiments
+            .iter()
+            .filter_map(|e| e.options.param.as_ref())
+            .find(|p| p.name == point.param)
+        else {
+            continue;
+        };
+        let text = param.point_text(point.index);
+        let passages: Vec<_> = chapter
+            .doc
+            .explores
+            .iter()
+            .filter(|e| e.param == point.param)
+            .collect();
+        let inside = |at: usize| passages.iter().any(|p| p.contains(at));
+        let at_point = index.with_chapter(chapter, &point.run);
+        let (mut bindings, found) = chapter_quotes(series, &at_point, chapter);
+        let (claims, claim_found) = chapter_claims(series, &at_point, chapter);
+        for mut d in found.into_iter().chain(claim_found) {
+            if d.location.as_ref().is_some_and(|l| inside(l.span.start)) {
+                d.message = format!("{} (at {text})", d.message);
+                errors.push(d);
+            }
+        }
+        for (quote, binding) in chapter.doc.quotes.iter().zip(&mut bindings) {
+            let compares_text = quote.relation.is_none()
+                && matches!(
+                    quote.tolerance,
+                    Tolerance::Round | Tolerance::Abs(_) | Tolerance::Rel(_)
+                );
+            if compares_text && binding.status == Status::Drift {
+                // The source's number is the default's: at another point only a finite value
+                // is asked for.
+                if binding.rerun.is_some_and(f64::is_finite) {
+                    binding.status = Status::Ok;
+                }
+            }
+        }
+        out.push(BoundPoint {
+            param: point.param.clone(),
+            index: point.index,
+            text,
+            bindings,
+            claims,
+        });
+    }
+    (out, errors)
 }
 
 /// The verdict of every claim, chapter by chapter.
@@ -398,6 +554,7 @@ pub fn bind_page<C: AsRef<Ran>>(series: &Series<C>, ran: Ran) -> (Bound, Vec<Dia
         ran,
         bindings,
         claims,
+        points: Vec::new(),
     };
     (bound, errors)
 }

@@ -48,18 +48,39 @@ pub struct PageInputs<'a> {
     /// The inline TeX of the experiment tables' headers and captions ([`table_formulas`]),
     /// rendered; a formula missing here is shown as its TeX.
     pub table_math: &'a BTreeMap<String, String>,
+    /// The quotes and claims bound at the other points of the chapter's parameter grids (the
+    /// runs are `run.points`), for its explorable passages.
+    pub points: &'a [crate::quotes::BoundPoint],
 }
 
 /// Renders the chapter body.
 pub fn body_html(inputs: &PageInputs<'_>) -> String {
+    let (mut out, linked) = pieces_html(inputs, &inputs.doc.pieces, inputs.terms);
+    for term in linked {
+        let _ = writeln!(
+            out,
+            "<template class=\"preview\" data-href=\"{}\">{}</template>",
+            escape(&term.url),
+            term.preview
+        );
+    }
+    out.push_str(inputs.previews);
+    empty_header_cells_as_data(&out)
+}
+
+/// The HTML of `pieces` (the body, or an explorable passage's content at a grid point) and the
+/// glossary terms it linked.
+fn pieces_html<'t>(
+    inputs: &PageInputs<'_>,
+    pieces: &[Piece],
+    terms: &'t [glossary::TermLink],
+) -> (String, Vec<&'t glossary::TermLink>) {
     let numbering = Numbering::new(inputs);
     let mut out = String::new();
     let mut enclosing = Enclosing::default();
-    let mut formulas = Vec::with_capacity(inputs.doc.pieces.len());
-    let mut prose = Vec::with_capacity(inputs.doc.pieces.len());
-    let events: Vec<Event<'static>> = inputs
-        .doc
-        .pieces
+    let mut formulas = Vec::with_capacity(pieces.len());
+    let mut prose = Vec::with_capacity(pieces.len());
+    let events: Vec<Event<'static>> = pieces
         .iter()
         .map(|piece| {
             enclosing.update(piece);
@@ -73,18 +94,95 @@ pub fn body_html(inputs: &PageInputs<'_>) -> String {
         })
         .collect();
     let events = punctuation_with_formulas(events, &formulas);
-    let (events, linked) = terms_linked(events, &prose, inputs.terms);
+    let (events, linked) = terms_linked(events, &prose, terms);
     html::push_html(&mut out, events.into_iter());
-    for term in linked {
-        let _ = writeln!(
-            out,
-            "<template class=\"preview\" data-href=\"{}\">{}</template>",
-            escape(&term.url),
-            term.preview
-        );
+    (out, linked)
+}
+
+/// The words of an explorable passage's control, in the page's language (one place, for the
+/// message catalogue): the slider's label for parameter `param`, the hint beside it, and what
+/// a page without JavaScript says instead (for the default point `default`).
+pub fn explore_words(param: &str, default: &str) -> [String; 3] {
+    [
+        format!("调节参数 {param}"),
+        "拖动滑块或按方向键换一个取值，本段的图和数字随之改变。".to_string(),
+        format!("本段的图和数字对应 {default}；启用 JavaScript 后可以换其他取值。"),
+    ]
+}
+
+/// The opening of explorable passage `i`: its control (hidden until the script shows it) and
+/// the live view that holds the default point's content.
+fn explore_open_html(inputs: &PageInputs<'_>, i: usize) -> String {
+    let passage = &inputs.doc.explores[i];
+    let Some(param) = inputs
+        .doc
+        .experiments
+        .get(passage.block)
+        .and_then(|e| e.options.param.as_ref())
+    else {
+        return String::new();
+    };
+    let id = format!("explore-{}", i + 1);
+    let default = param.point_text(param.default);
+    let [label, hint, noscript] = explore_words(&param.name, &default);
+    let texts: Vec<String> = (0..param.values.len())
+        .map(|k| param.point_text(k))
+        .collect();
+    format!(
+        "<div class=\"explore\" id=\"{id}\" data-param=\"{name}\">\n<div class=\"explore-control\" hidden>\
+         <label for=\"{id}-range\">{label}</label> \
+         <input type=\"range\" id=\"{id}-range\" min=\"0\" max=\"{max}\" step=\"1\" value=\"{value}\" aria-valuetext=\"{default_text}\" aria-describedby=\"{id}-hint\" data-texts=\"{texts}\"> \
+         <output for=\"{id}-range\" aria-live=\"polite\">{default_text}</output>\
+         <span class=\"explore-hint\" id=\"{id}-hint\">{hint}</span></div>\n\
+         <noscript><p class=\"explore-hint\">{noscript}</p></noscript>\n\
+         <div class=\"explore-view\" data-point=\"{value}\">\n",
+        name = escape(&param.name),
+        label = escape(&label),
+        max = param.values.len() - 1,
+        value = param.default,
+        default_text = escape(&default),
+        texts = escape(&serde_json::to_string(&texts).unwrap_or_default()),
+        hint = escape(&hint),
+        noscript = escape(&noscript),
+    )
+}
+
+/// The end of explorable passage `i`: the live view closes, and the content at every other
+/// grid point follows in inert `<template>`s that the script swaps in.
+fn explore_close_html(inputs: &PageInputs<'_>, i: usize) -> String {
+    let passage = &inputs.doc.explores[i];
+    let mut out = String::from("</div>\n");
+    let param = inputs
+        .doc
+        .experiments
+        .get(passage.block)
+        .and_then(|e| e.options.param.as_ref());
+    if let (Some(param), Some(run)) = (param, inputs.run) {
+        for k in (0..param.values.len()).filter(|k| *k != param.default) {
+            let point_run = run.at(param, k);
+            let bound = inputs
+                .points
+                .iter()
+                .find(|p| p.param == param.name && p.index == k);
+            let (Some(point_run), Some(bound)) = (point_run, bound) else {
+                continue;
+            };
+            let at_point = PageInputs {
+                run: Some(point_run),
+                bindings: &bound.bindings,
+                claims: &bound.claims,
+                ..*inputs
+            };
+            let (html, _) = pieces_html(&at_point, &inputs.doc.pieces[passage.pieces.clone()], &[]);
+            let _ = write!(
+                out,
+                "<template class=\"explore-point\" data-point=\"{k}\">\n{}</template>\n",
+                empty_header_cells_as_data(&html)
+            );
+        }
     }
-    out.push_str(inputs.previews);
-    empty_header_cells_as_data(&out)
+    out.push_str("</div>\n");
+    out
 }
 
 /// Links each glossary term's first use in the prose (`prose[i]` marks the text events outside
@@ -422,6 +520,9 @@ fn piece_event(
             Event::Html(code_html(inputs.highlighter, lang.as_deref(), text).into())
         }
         Piece::Glossary { .. } => Event::Html(inputs.glossary.to_string().into()),
+        Piece::ExploreStart(i) => Event::Html(explore_open_html(inputs, *i).into()),
+        Piece::ExploreEnd(i) => Event::Html(explore_close_html(inputs, *i).into()),
+        Piece::ExploreMarker { .. } => Event::Text("".into()),
         Piece::ImageFigure(i) => Event::Html(
             image_figure_html(
                 numbering.images[*i],

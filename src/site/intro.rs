@@ -77,6 +77,7 @@ pub(super) fn render<C: AsRef<Ran>>(
         terms: &[],
         previews: "",
         table_math: &std::collections::BTreeMap::new(),
+        points: &[],
     };
     let mut out = html::body_html(&inputs);
     out.push_str(&citations.list_html);

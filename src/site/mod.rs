@@ -273,6 +273,46 @@ fn bind_quotes(
                 ));
             }
         }
+        // The quotes and claims of explorable passages at the other points of their grids.
+        for point in &chapter.points {
+            for passage in chapter
+                .doc
+                .explores
+                .iter()
+                .filter(|e| e.param == point.param)
+            {
+                for &q in &passage.quotes {
+                    let (Some(quote), Some(binding)) =
+                        (chapter.doc.quotes.get(q), point.bindings.get(q))
+                    else {
+                        continue;
+                    };
+                    if binding.status == Status::Drift {
+                        let mut d = drift_diagnostic(
+                            chapter.location(quote.number.span.clone()),
+                            &chapter.source[quote.number.span.clone()],
+                            binding,
+                        );
+                        d.message = format!("{} (at {})", d.message, point.text);
+                        drift.push(d.with_help(
+                            "the rule must hold at every point of the grid: change the text, its rule, the grid or the experiment",
+                        ));
+                    }
+                }
+                for &c in &passage.claims {
+                    let (Some(claim), Some(verdict)) =
+                        (chapter.doc.claims.get(c), point.claims.get(c))
+                    else {
+                        continue;
+                    };
+                    if verdict.holds == Some(false) {
+                        let mut d = claim_diagnostic(chapter.location(claim.span.clone()), verdict);
+                        d.message = format!("{} (at {})", d.message, point.text);
+                        drift.push(d);
+                    }
+                }
+            }
+        }
     }
     (series, drift)
 }
@@ -884,6 +924,7 @@ fn render_chapters(
                             terms: if places_glossary(&bound) { &[] } else { &terms },
                             previews: &previews,
                             table_math: &table_math,
+                            points: &bound.points,
                         };
                         let mut parts = vec![html::body_html(&inputs)];
                         parts.extend(html::headings_html(&inputs));
@@ -995,6 +1036,7 @@ impl BodyKeys {
                     // a tenth of a no-change build.
                     .json(&c.bindings)
                     .json(&c.claims)
+                    .json(&c.points)
                     .json(refs)
                     .bytes(previews.as_bytes());
                 own.finish()

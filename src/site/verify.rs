@@ -148,6 +148,10 @@ struct Failure {
     output: Option<(usize, String)>,
     #[serde(skip_serializing_if = "Option::is_none")]
     diff: Option<String>,
+    /// The grid point it fails at (`d_k = 512`), for a quote or claim inside an explorable
+    /// passage checked at a point other than the default.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    point: Option<String>,
 }
 
 /// What `--fix` does with a failure.
@@ -160,6 +164,9 @@ enum Remedy {
     Refresh(fix::Edit),
     /// A claim whose rule does not hold: `--fix` never touches a claim, so it stays a failure.
     Claim,
+    /// A quote or claim that fails at a grid point other than the default: the source holds
+    /// the default's text only, so `--fix` has nothing to write; it stays a failure.
+    AtPoint,
     /// The rerun is NaN or infinite: written into a quote it would no longer parse, and
     /// accepted into a pinned output it would hide a numerical bug. Reported as an error.
     NotFinite,
@@ -237,6 +244,7 @@ impl VerifyReport {
                 remedy: Remedy::for_quote(quote, binding),
                 output: None,
                 diff: None,
+                point: None,
             });
         }
         for (claim, verdict) in chapter.doc.claims.iter().zip(&chapter.claims) {
@@ -257,8 +265,10 @@ impl VerifyReport {
                 remedy: Remedy::Claim,
                 output: None,
                 diff: None,
+                point: None,
             });
         }
+        self.check_points(chapter);
         let Some(run) = &chapter.run else { return };
         for exp in &chapter.doc.experiments {
             let Some(pinned) = &exp.pinned else { continue };
@@ -291,13 +301,81 @@ impl VerifyReport {
                 ),
                 output: Some((exp.index, fix::output_as_written(fresh))),
                 diff: Some(output::diff(&pinned.text, fresh)),
+                point: None,
             });
         }
     }
 
-    /// Failures `--fix` leaves in place without an error: the bounds, the bands and the claims.
+    /// The quotes and claims of every explorable passage at every other point of its
+    /// parameter's grid (the default point is checked above).
+    fn check_points(&mut self, chapter: &Bound) {
+        for point in &chapter.points {
+            for passage in chapter
+                .doc
+                .explores
+                .iter()
+                .filter(|e| e.param == point.param)
+            {
+                for &q in &passage.quotes {
+                    let (Some(quote), Some(binding)) =
+                        (chapter.doc.quotes.get(q), point.bindings.get(q))
+                    else {
+                        continue;
+                    };
+                    self.quotes += 1;
+                    if binding.status != Status::Drift {
+                        continue;
+                    }
+                    let loc = chapter.location(quote.number.span.clone());
+                    self.failures.push(Failure {
+                        path: loc.path,
+                        line: loc.line,
+                        col: loc.col,
+                        kind: "quote",
+                        span: loc.span,
+                        quoted: chapter.source[quote.number.span.clone()].to_string(),
+                        rerun: binding.rerun.map(quotes::rerun_text).unwrap_or_default(),
+                        rule: binding.rule.clone(),
+                        remedy: Remedy::AtPoint,
+                        output: None,
+                        diff: None,
+                        point: Some(point.text.clone()),
+                    });
+                }
+                for &c in &passage.claims {
+                    let (Some(claim), Some(verdict)) =
+                        (chapter.doc.claims.get(c), point.claims.get(c))
+                    else {
+                        continue;
+                    };
+                    self.claims += 1;
+                    if verdict.holds != Some(false) {
+                        continue;
+                    }
+                    let loc = chapter.location(claim.span.clone());
+                    self.failures.push(Failure {
+                        path: loc.path,
+                        line: loc.line,
+                        col: loc.col,
+                        kind: "claim",
+                        span: loc.span,
+                        quoted: chapter.source[claim.statement()].to_string(),
+                        rerun: verdict.values_text(),
+                        rule: verdict.rule.clone(),
+                        remedy: Remedy::AtPoint,
+                        output: None,
+                        diff: None,
+                        point: Some(point.text.clone()),
+                    });
+                }
+            }
+        }
+    }
+
+    /// Failures `--fix` leaves in place without an error: the bounds, the bands, the claims
+    /// and whatever fails at a grid point other than the default.
     fn unfixable(&self) -> usize {
-        self.count(|r| matches!(r, Remedy::Refresh(_) | Remedy::Claim))
+        self.count(|r| matches!(r, Remedy::Refresh(_) | Remedy::Claim | Remedy::AtPoint))
     }
 
     fn count(&self, which: impl Fn(&Remedy) -> bool) -> usize {
@@ -322,6 +400,10 @@ impl VerifyReport {
         let mut lines = Vec::new();
         for f in &self.failures {
             let place = format!("{}:{}:{}", f.path.display(), f.line, f.col);
+            let place = match &f.point {
+                Some(point) => format!("{place}  at {point}:"),
+                None => place,
+            };
             match &f.diff {
                 None if f.kind == "claim" => lines.push(format!(
                     "{place}  claim does not hold: {}  [{}]",
@@ -358,7 +440,7 @@ impl VerifyReport {
             match failure.remedy {
                 Remedy::NotFinite => out.diagnostics.push(failure.not_finite()),
                 Remedy::ClosesFence => out.diagnostics.push(failure.closes_fence()),
-                Remedy::Rewrite(_) | Remedy::Refresh(_) | Remedy::Claim => {}
+                Remedy::Rewrite(_) | Remedy::Refresh(_) | Remedy::Claim | Remedy::AtPoint => {}
             }
         }
         for chapter in &series.chapters {
@@ -368,7 +450,9 @@ impl VerifyReport {
                 .filter(|f| f.path == chapter.path)
                 .filter_map(|f| match &f.remedy {
                     Remedy::Rewrite(edit) | Remedy::Refresh(edit) => Some(edit.clone()),
-                    Remedy::NotFinite | Remedy::ClosesFence | Remedy::Claim => None,
+                    Remedy::NotFinite | Remedy::ClosesFence | Remedy::Claim | Remedy::AtPoint => {
+                        None
+                    }
                 })
                 .chain(
                     self.stale
@@ -404,6 +488,14 @@ impl VerifyReport {
             out.report.push(format!(
                 "{bounds} bound or band quote(s) still break their rule: the number is \
                  refreshed, the bound or band is never rewritten"
+            ));
+        }
+        let points = self.count(|r| matches!(r, Remedy::AtPoint));
+        if points > 0 {
+            out.report.push(format!(
+                "{points} quote(s) or claim(s) fail at a grid point other than the default: the \
+                 source holds the default's text only, so --fix writes nothing for them; change \
+                 the text, its rule, the grid or the experiment"
             ));
         }
         let claims = self.count(|r| matches!(r, Remedy::Claim));

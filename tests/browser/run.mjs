@@ -1646,6 +1646,79 @@ async function main() {
       }
     });
 
+    // -------- explorable passages: the slider swaps the figure and numbers computed at each point
+    await check("explore: the slider (keyboard and pointer) swaps the figure and the quotes, announced; axe stays clean; without JavaScript the default shows", async () => {
+      const url = `${base}qkv/`;
+      const state = (page) => page.evaluate(() => {
+        const box = document.querySelector("div.explore");
+        const view = box.querySelector(".explore-view");
+        const input = box.querySelector("input[type=range]");
+        return {
+          point: view.getAttribute("data-point"),
+          value: input.value,
+          max: input.max,
+          valuetext: input.getAttribute("aria-valuetext"),
+          output: box.querySelector("output").textContent,
+          live: box.querySelector("output").getAttribute("aria-live"),
+          visible: !box.querySelector(".explore-control").hidden && input.getBoundingClientRect().width > 0,
+          label: input.labels.length ? input.labels[0].textContent : "",
+          caption: (view.querySelector("figcaption") || {}).textContent || "",
+          quotes: [...view.querySelectorAll("a.quote")].map((a) => a.textContent).join("|"),
+          templates: box.querySelectorAll("template.explore-point").length,
+        };
+      });
+      let initial;
+      const ctx = await newContext();
+      try {
+        const page = await ctx.newPage();
+        await goto(page, url);
+        initial = await state(page);
+        assert(initial.visible, "the slider is not shown with JavaScript on");
+        assert(initial.label.trim().length > 0, "the slider has no label");
+        assert(initial.live === "polite", `the value is not announced (aria-live ${initial.live})`);
+        assert(initial.valuetext === initial.output, `aria-valuetext ${initial.valuetext} vs output ${initial.output}`);
+        assert(initial.caption && initial.quotes, `no figure or quotes in the passage: ${JSON.stringify(initial)}`);
+        await page.focus("div.explore input[type=range]");
+        await page.keyboard.press("ArrowRight");
+        const right = await state(page);
+        assert(Number(right.value) === Number(initial.value) + 1, `ArrowRight moved ${initial.value} -> ${right.value}`);
+        assert(right.point === right.value, `the view shows point ${right.point}, the slider ${right.value}`);
+        assert(right.caption !== initial.caption, `the figure did not change: ${right.caption}`);
+        assert(right.quotes !== initial.quotes, `the quotes did not change: ${right.quotes}`);
+        assert(right.valuetext === right.output && right.output !== initial.output, `announced ${right.valuetext} / ${right.output}`);
+        const violations = await axeViolations(page, { resultTypes: ["violations"] });
+        assert(violations.length === 0, `axe after a swap: ${violations.map((v) => v.id).join(", ")}`);
+        // Pointer: a click at the slider's left end picks the first point.
+        const boxRect = await page.locator("div.explore input[type=range]").boundingBox();
+        await page.mouse.click(boxRect.x + 2, boxRect.y + boxRect.height / 2);
+        const left = await settle(page, () => document.querySelector("div.explore .explore-view").getAttribute("data-point") === "0")
+          .then(() => state(page));
+        assert(left.value === "0" && left.point === "0", `a click at the left end gave ${left.value} / ${left.point}`);
+        assert(left.caption !== right.caption && left.quotes !== right.quotes, "the first point shows the same figure or quotes");
+        // And back to the default: the very content the page was served with.
+        await page.focus("div.explore input[type=range]");
+        for (let i = 0; i < Number(initial.value); i++) await page.keyboard.press("ArrowRight");
+        const back = await state(page);
+        assert(back.caption === initial.caption && back.quotes === initial.quotes, "back at the default, the content differs");
+        await page.close();
+      } finally {
+        await ctx.close();
+      }
+      const noJs = await newContext({ javaScriptEnabled: false });
+      try {
+        const page = await noJs.newPage();
+        await goto(page, url);
+        const r = await state(page);
+        assert(!r.visible, "without JavaScript the slider is shown but could not work");
+        assert(r.point === initial.value, `without JavaScript the view shows point ${r.point}, not the default ${initial.value}`);
+        assert(r.caption === initial.caption && r.quotes === initial.quotes, "without JavaScript the default content differs");
+        assert(r.templates === Number(r.max), `${r.templates} templates for ${Number(r.max) + 1} points`);
+        await page.close();
+      } finally {
+        await noJs.close();
+      }
+    });
+
     // -------- (i) accessibility: axe-core over every page, light and dark
     const pages = htmlPages(root);
     await check(`a11y: axe-core finds no violation on any of the ${pages.length} pages (light; colour contrast in dark too)`, async () => {

@@ -24,6 +24,11 @@ pub const CONTROL_FDS_ENV: &str = "ATTNBOOK_CONTROL_FDS";
 /// portable kernels (`attention::PORTABLE_ENV`).
 pub const RESULT_ENV: [&str; 1] = ["ATTNBOOK_PORTABLE_SIMD"];
 
+/// The variable through which the generator runs a chapter at one point of a parameter's grid:
+/// `name=value` (a block's `param="name: ...; default v"` option). Unset: every parameter has
+/// its default. Each point is cached under a key of its own, so it is not in [`RESULT_ENV`].
+pub const PARAM_ENV: &str = "ATTNBOOK_PARAM";
+
 /// The byte the generator answers a [`BlockStart`] frame with.
 pub const ACK: u8 = 0x06;
 

@@ -33,6 +33,8 @@ pub struct Lab {
     figure_names: HashSet<String>,
     /// The families `lab.seeds` ran, which must be unique as value names are.
     seed_families: HashSet<String>,
+    /// The parameters declared so far and their value in this run.
+    params: Vec<(String, f64)>,
 }
 
 impl Lab {
@@ -51,6 +53,41 @@ impl Lab {
             table_names: HashSet::new(),
             figure_names: HashSet::new(),
             seed_families: HashSet::new(),
+            params: Vec::new(),
+        }
+    }
+
+    /// Declares the parameter `name` of a block's `param="name: ...; default v"` option (the
+    /// generated code calls this as the block starts): its value in this run is the grid point
+    /// attnbook set in [`lab_protocol::PARAM_ENV`] for it, or `default`.
+    pub fn declare_param(&mut self, name: &str, default: f64) {
+        let set = std::env::var(lab_protocol::PARAM_ENV).ok().and_then(|v| {
+            let (n, x) = v.split_once('=')?;
+            (n == name).then(|| x.parse::<f64>().ok()).flatten()
+        });
+        self.params.retain(|(n, _)| n != name);
+        self.params.push((name.to_owned(), set.unwrap_or(default)));
+    }
+
+    /// The value of the parameter `name` in this run: the default of its `param="..."` fence
+    /// option, or the grid point attnbook runs the chapter at.
+    ///
+    /// # Panics
+    ///
+    /// If no block run so far declares `name`.
+    #[track_caller]
+    pub fn param(&self, name: &str) -> f64 {
+        match self.params.iter().find(|(n, _)| n == name) {
+            Some((_, x)) => *x,
+            None => {
+                let known: Vec<&str> = self.params.iter().map(|(n, _)| n.as_str()).collect();
+                let known = if known.is_empty() {
+                    "no block run so far declares a parameter (`param=\"name: v1, v2; default v\"` in the fence)".to_owned()
+                } else {
+                    format!("declared: {}", known.join(", "))
+                };
+                panic!("unknown parameter `{name}`: {known}")
+            }
         }
     }
 
