@@ -104,9 +104,9 @@ fn pieces_html<'t>(
 /// a page without JavaScript says instead (for the default point `default`).
 pub fn explore_words(param: &str, default: &str) -> [String; 3] {
     [
-        format!("调节参数 {param}"),
-        "拖动滑块或按方向键换一个取值，本段的图和数字随之改变。".to_string(),
-        format!("本段的图和数字对应 {default}；启用 JavaScript 后可以换其他取值。"),
+        crate::messages::fill("explore_label", &[("param", &param)]),
+        crate::messages::get("explore_hint"),
+        crate::messages::fill("explore_noscript", &[("default", &default)]),
     ]
 }
 
