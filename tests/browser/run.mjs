@@ -486,11 +486,15 @@ async function main() {
   const t0 = Date.now();
 
   let server, browser;
+  // Lighthouse's own browser, killed by the clean-up too, so a global timeout leaves none behind.
+  let lighthouseChrome = null;
   let timedOut = false;
   let harnessBroken = false;
   const cleanup = async () => {
     if (browser) await browser.close().catch(() => {});
     browser = null;
+    if (lighthouseChrome) await Promise.resolve(lighthouseChrome.kill()).catch(() => {});
+    lighthouseChrome = null;
     for (const extra of extraServers.splice(0)) {
       extra.closeAllConnections?.();
       await new Promise((r) => extra.close(() => r()));
@@ -1917,6 +1921,7 @@ async function main() {
         chromePath: CHROMIUM,
         chromeFlags: ["--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run"],
       });
+      lighthouseChrome = chrome;
       const bad = [];
       try {
         const pages = [...seriesOrder(root).map((slug) => ({ name: slug, url: `${base}${slug}/`, min: LIGHTHOUSE_MIN_CHAPTER })), { name: "print", url: `${base}print.html`, min: LIGHTHOUSE_MIN_PRINT }];
@@ -1935,6 +1940,7 @@ async function main() {
         }
       } finally {
         await chrome.kill();
+        lighthouseChrome = null;
       }
       assert(bad.length === 0, bad.join("; "));
     });
