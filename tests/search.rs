@@ -102,6 +102,7 @@ fn index_json(dir: &Path) -> String {
                     ran,
                     bindings: Vec::new(),
                     claims: Vec::new(),
+                    points: Vec::new(),
                 }
             })
             .collect()
