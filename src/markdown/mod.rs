@@ -131,7 +131,7 @@ pub enum Piece {
     ExploreStart(usize),
     /// Its end (`{{/explore}}`).
     ExploreEnd(usize),
-    /// A marker as the builder found it, before [`explore::collect`] pairs the markers.
+    /// A marker as the builder found it, before `explore::collect` pairs the markers.
     ExploreMarker {
         /// Opening or closing.
         marker: explore::Marker,
