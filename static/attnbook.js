@@ -426,7 +426,11 @@ function attnbookMsg(key, values) {
   // when its content is laid out, and the boxes inside one are measured only then (measuring
   // them earlier would lay out the whole page at once).
   var LAZY = "pre, .math-display";
-  var lazy = typeof window.ContentVisibilityAutoStateChangeEvent === "function";
+  var lazyBox = document.querySelector(LAZY);
+  var lazy =
+    typeof window.ContentVisibilityAutoStateChangeEvent === "function" &&
+    !!lazyBox &&
+    getComputedStyle(lazyBox).contentVisibility === "auto";
 
   function mark() {
     var boxes = document.querySelectorAll(BOXES);
