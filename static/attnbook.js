@@ -426,11 +426,8 @@ function attnbookMsg(key, values) {
   // when its content is laid out, and the boxes inside one are measured only then (measuring
   // them earlier would lay out the whole page at once).
   var LAZY = "pre, .math-display";
-  var lazyBox = document.querySelector(LAZY);
-  var lazy =
-    typeof window.ContentVisibilityAutoStateChangeEvent === "function" &&
-    !!lazyBox &&
-    getComputedStyle(lazyBox).contentVisibility === "auto";
+  // Decided by init(), once the style applies.
+  var lazy = false;
 
   function mark() {
     var boxes = document.querySelectorAll(BOXES);
@@ -477,6 +474,10 @@ function attnbookMsg(key, values) {
   }
 
   function init() {
+    if (typeof window.ContentVisibilityAutoStateChangeEvent === "function") {
+      var lazyBox = document.querySelectorAll(LAZY)[0];
+      lazy = !!lazyBox && getComputedStyle(lazyBox).contentVisibility === "auto";
+    }
     mark();
     window.addEventListener("resize", later);
     if (lazy) {
