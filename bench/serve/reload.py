@@ -44,7 +44,20 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-FLOOR = "\n[print]\nenabled = false\n\n[verification]\nenabled = false\n"
+
+
+def floor_config(config: str) -> str:
+    """`config` with the print and verification pages switched off, whether or not it already
+    has those tables (a key is added to an existing table, never a second table). `pdf = true`
+    goes too: the PDF is printed from the print page."""
+    config = re.sub(r"^pdf[ \t]*=.*$\n?", "", config, flags=re.M)
+    for table in ("print", "verification"):
+        header = re.compile(rf"^\[{table}\][ \t]*(#.*)?$", re.M)
+        if header.search(config):
+            config = header.sub(lambda m: m.group(0) + "\nenabled = false", config, count=1)
+        else:
+            config += f"\n[{table}]\nenabled = false\n"
+    return config
 
 
 def free_port() -> int:
@@ -61,7 +74,7 @@ def copy_series(dst: Path, floor: bool) -> None:
         if (ROOT / name).is_dir():
             shutil.copytree(ROOT / name, dst / name)
     config = (ROOT / "site.toml").read_text(encoding="utf-8")
-    (dst / "site.toml").write_text(config + (FLOOR if floor else ""), encoding="utf-8")
+    (dst / "site.toml").write_text(floor_config(config) if floor else config, encoding="utf-8")
     cache = ROOT / ".attnbook" / "cache"
     if cache.is_dir():
         shutil.copytree(cache, dst / ".attnbook" / "cache")

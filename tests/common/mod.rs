@@ -141,13 +141,20 @@ pub(crate) fn copy_series(to: &Path) {
     std::fs::copy(root.join("site.toml"), to.join("site.toml")).expect("copy site.toml");
     let cache = root.join(".attnbook/cache");
     if cache.is_dir() {
+        // Results are files at the top (`SLUG.json`, `SLUG~name=value.json`), archives a
+        // directory: everything but the render caches.
+        let into = to.join(".attnbook/cache");
+        std::fs::create_dir_all(&into).expect("create the cache");
         for entry in std::fs::read_dir(&cache).expect("read the cache") {
             let entry = entry.expect("cache entry");
-            if entry.file_name() != "render" && entry.file_type().expect("file type").is_dir() {
-                copy_dir(
-                    &entry.path(),
-                    &to.join(".attnbook/cache").join(entry.file_name()),
-                );
+            let kind = entry.file_type().expect("file type");
+            if entry.file_name() == "render" {
+                continue;
+            }
+            if kind.is_dir() {
+                copy_dir(&entry.path(), &into.join(entry.file_name()));
+            } else if kind.is_file() {
+                std::fs::copy(entry.path(), into.join(entry.file_name())).expect("copy a result");
             }
         }
     }
