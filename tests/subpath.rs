@@ -180,11 +180,15 @@ fn crawl(port: u16) -> (usize, Vec<String>) {
         }
         pages.insert(url, body);
     }
+    // Each page's ids, gathered once: the print page alone is megabytes, and tens of thousands
+    // of fragments point into the pages.
+    let mut ids: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
     for (from, page, fragment) in &fragments {
-        let ids: BTreeSet<&str> = ID
-            .captures_iter(&pages[page])
-            .map(|c| c.get(1).map_or("", |m| m.as_str()))
-            .collect();
+        let ids = ids.entry(page.as_str()).or_insert_with(|| {
+            ID.captures_iter(&pages[page])
+                .map(|c| c.get(1).map_or("", |m| m.as_str()))
+                .collect()
+        });
         if !ids.contains(fragment.as_str()) {
             broken.push(format!(
                 "{from} links to {page}#{fragment}, which has no such id"
