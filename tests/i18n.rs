@@ -151,3 +151,59 @@ fn an_unknown_message_key_is_an_error_at_its_line() {
     );
     assert!(!err.contains("`prev`"), "{err}");
 }
+
+/// Dates read as the site's language writes them, on the chapter pages and in the index's list;
+/// what machines read (`<time datetime>`, the Atom feed, the sitemap) stays ISO 8601. A
+/// `[messages]` override of `date` changes the form.
+#[test]
+fn dates_are_written_in_the_sites_language_and_stay_iso_for_machines() {
+    let dir = site("language = \"en\"\n");
+    build(dir.path());
+    let public = dir.path().join("public");
+    let chapter = std::fs::read_to_string(public.join("c2/index.html")).unwrap();
+    assert!(
+        chapter.contains("<time datetime=\"2026-01-02\">2 January 2026</time>"),
+        "{chapter}"
+    );
+    let index = std::fs::read_to_string(public.join("index.html")).unwrap();
+    assert!(index.contains("<time datetime=\"2026-01-01\">1 January 2026</time>"));
+    assert!(index.contains("<time datetime=\"2026-01-02\">2 January 2026</time>"));
+    let feed = std::fs::read_to_string(public.join("atom.xml")).unwrap();
+    assert!(
+        feed.contains("<updated>2026-01-02T00:00:00Z</updated>"),
+        "{feed}"
+    );
+    assert!(!feed.contains("January"), "{feed}");
+    let sitemap = std::fs::read_to_string(public.join("sitemap.xml")).unwrap();
+    assert!(
+        sitemap.contains("<lastmod>2026-01-02</lastmod>"),
+        "{sitemap}"
+    );
+
+    std::fs::write(
+        dir.path().join("site.toml"),
+        "title = \"Book\"\nbase_url = \"/\"\nlanguage = \"zh-CN\"\n",
+    )
+    .unwrap();
+    build(dir.path());
+    let chapter = std::fs::read_to_string(public.join("c2/index.html")).unwrap();
+    assert!(
+        chapter.contains("<time datetime=\"2026-01-02\">2026 年 1 月 2 日</time>"),
+        "{chapter}"
+    );
+    let index = std::fs::read_to_string(public.join("index.html")).unwrap();
+    assert!(index.contains("<time datetime=\"2026-01-01\">2026 年 1 月 1 日</time>"));
+
+    std::fs::write(
+        dir.path().join("site.toml"),
+        "title = \"Book\"\nbase_url = \"/\"\nlanguage = \"en\"\n\n[messages]\n\
+         date = \"{month_name} {day}, {year}\"\nmonth_1 = \"Jan.\"\n",
+    )
+    .unwrap();
+    build(dir.path());
+    let chapter = std::fs::read_to_string(public.join("c2/index.html")).unwrap();
+    assert!(
+        chapter.contains("<time datetime=\"2026-01-02\">Jan. 2, 2026</time>"),
+        "{chapter}"
+    );
+}
