@@ -24,8 +24,10 @@
  * of the same English stem ("weights" finds "weight": the index holds the text's Snowball
  * English stems, and this script stems the query with the same algorithm, Porter2, vendored in
  * vendor/wink-porter2-stemmer/ and loaded with the index). A Chinese piece the text never
- * contains in one run ("缩放注意力") is cut into the index's terms (the words jieba cut at build
- * time) by forward maximum matching, one character where no term fits, and each must occur.
+ * contains in one run ("缩放注意力"), or one that falls cleanly into words of two characters or
+ * more ("位置编码矩阵"), is cut into the index's terms (the words jieba cut at build time) by
+ * forward maximum matching, one character where no term fits, and each must occur; the whole
+ * piece and each two neighbouring words only rank a section that has them higher.
  * Ranking is BM25 over occurrences, counting a piece whose term (its stem, for English) is one
  * of the terms the build cut out twice, and headings five times.
  *

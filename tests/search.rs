@@ -441,7 +441,7 @@ The attentional weights of a query sum to one.
 
 ## Scores {#scores}
 
-Each score becomes a weight after the softmax.
+Each score becomes a weight after the softmax (注意力的机制).
 "#,
     ),
     (
@@ -480,8 +480,14 @@ fn english_words_are_stemmed_in_the_index_and_in_the_query() {
     let terms = index["terms"].as_array().unwrap();
     assert!(!terms.iter().any(|t| t == "weights"), "stems only");
     // The Chinese words of an English page are jieba's.
-    assert_eq!(word_urls(&index, "注意力"), ["/series/queries/"]);
-    assert_eq!(word_urls(&index, "机制"), ["/series/queries/"]);
+    assert_eq!(
+        word_urls(&index, "注意力"),
+        ["/series/weights/#scores", "/series/queries/"]
+    );
+    assert_eq!(
+        word_urls(&index, "机制"),
+        ["/series/weights/#scores", "/series/queries/"]
+    );
 
     let file = dir.path().join(search::INDEX_PATH);
     std::fs::write(&file, &json).unwrap();
@@ -497,6 +503,7 @@ fn english_words_are_stemmed_in_the_index_and_in_the_query() {
         "注意力",
         "意力",
         "机制 queries",
+        "注意力机制",
     ];
     let Some(results) = client_search(&file, &queries) else {
         return;
@@ -523,9 +530,24 @@ fn english_words_are_stemmed_in_the_index_and_in_the_query() {
     assert_eq!(found_sorted("studies"), ["/series/queries/#happy"]);
     // A prefix still finds the longer word.
     assert_eq!(found_sorted("soft"), ["/series/weights/#scores"]);
-    assert_eq!(found_sorted("注意力"), ["/series/queries/"]);
-    assert_eq!(found_sorted("意力"), ["/series/queries/"]);
+    assert_eq!(
+        found_sorted("注意力"),
+        ["/series/queries/", "/series/weights/#scores"]
+    );
+    assert_eq!(found_sorted("意力"), found_sorted("注意力"));
     assert_eq!(found_sorted("机制 queries"), ["/series/queries/"]);
+    // A query the text holds whole in one section and in words apart in another: it falls
+    // cleanly into the index's words 注意力 + 机制, so both are found, the whole string first,
+    // and marked whole there.
+    assert_eq!(
+        hit_urls(&results["注意力机制"]),
+        ["/series/queries/", "/series/weights/#scores"]
+    );
+    assert_eq!(marked(&results["注意力机制"][0]["snippet"]), ["注意力机制"]);
+    assert_eq!(
+        marked(&results["注意力机制"][1]["snippet"]),
+        ["注意力", "机制"]
+    );
 
     // A word of the query's stem is marked whole, as the page writes it.
     let hits = results["weights"].as_array().unwrap();

@@ -6,8 +6,8 @@
 //!
 //! - **Chinese** (a run of ideographs, kana or hangul) is cut into words by jieba (`jieba-rs`,
 //!   its built-in dictionary, search-engine mode: a long word also gives the dictionary words
-//!   inside it, `注意力机制` gives `注意`, `注意力`, `机制` and the whole; no HMM, so a sequence
-//!   the dictionary lacks falls apart into single characters rather than guessed words).
+//!   inside it, `注意力` gives `注意` and `注意力`; no HMM, so a sequence the dictionary lacks
+//!   falls apart into shorter words or single characters rather than guessed words).
 //!   Loading the dictionary takes ~0.13 s, more than rendering a small book: the words of each
 //!   chapter are cached (`.attnbook/cache/render/search-words.cache`, keyed by a hash of the
 //!   chapter's section texts) and the whole index too (`search.cache`), so jieba is loaded only
