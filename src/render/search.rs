@@ -370,7 +370,14 @@ fn terms(text: &str, mut add: impl FnMut(Cow<'_, str>)) {
     let mut run: Option<usize> = None;
     let flush_run = |run: &mut Option<usize>, end: usize, add: &mut dyn FnMut(Cow<'_, str>)| {
         if let Some(start) = run.take() {
-            for word in JIEBA.cut_for_search(&text[start..end], false) {
+            let run = &text[start..end];
+            // A lone ideograph is its own word: no need to load the dictionary for it (a new
+            // site whose one chapter is titled `空` builds without jieba).
+            if run.chars().nth(1).is_none() {
+                add(run.into());
+                return;
+            }
+            for word in JIEBA.cut_for_search(run, false) {
                 add(word.word.into());
             }
         }
