@@ -20,12 +20,19 @@
  *
  * How it finds things (why, in src/render/search.rs): the query is cut at spaces and punctuation
  * and where Chinese meets Latin script; each piece must occur in a section (AND),
- * case-insensitively: a Chinese piece anywhere, a Latin one at the start of a word. A Chinese
- * piece the text never contains in one run ("缩放注意力") is cut into the index's terms (pairs of
- * characters), longest first, and each must occur. Ranking is BM25 over occurrences, counting
- * a piece that is one of the terms the build cut out twice and headings five times.
+ * case-insensitively: a Chinese piece anywhere, a Latin one at the start of a word or as a word
+ * of the same English stem ("weights" finds "weight": the index holds the text's Snowball
+ * English stems, and this script stems the query with the same algorithm, Porter2, vendored in
+ * vendor/wink-porter2-stemmer/ and loaded with the index). A Chinese piece the text never
+ * contains in one run ("缩放注意力"), or one that falls cleanly into words of two characters or
+ * more ("位置编码矩阵"), is cut into the index's terms (the words jieba cut at build time) by
+ * forward maximum matching, one character where no term fits, and each must occur; the whole
+ * piece and each two neighbouring words only rank a section that has them higher.
+ * Ranking is BM25 over occurrences, counting a piece whose term (its stem, for English) is one
+ * of the terms the build cut out twice, and headings five times.
  *
- * In Node, require() returns the engine without touching the DOM: { prepare, search, pieces }.
+ * In Node, require() returns the engine without touching the DOM:
+ * { prepare, search, pieces, stemTerm }.
  */
 (function () {
   "use strict";
@@ -50,7 +57,7 @@
     });
   }
 
-  var VERSION = 3; // of search-index.json
+  var VERSION = 4; // of search-index.json
   var MAX_RESULTS = 10;
   var SNIPPET_BEFORE = 24; // characters of context around the first match
   var SNIPPET_AFTER = 72;
@@ -67,6 +74,33 @@
   // A Latin piece matches at the start of a word ("soft" finds "softmax", "is" does not find
   // "this"); a Chinese piece matches anywhere, since Chinese words are not delimited.
   var WORD_CHAR = /[a-z0-9]/;
+  // A character of a Latin word as the index cuts words (letters, digits, `_`; not CJK).
+  var LATIN_WORD_CHAR = /[\p{L}\p{N}_]/u;
+  // The words the index stems (the rest are terms as written: `d_k`, `seq2seq`).
+  var STEMMED = /^[a-z]+$/;
+
+  // Porter2 (Snowball English), as the index's rust-stemmers: in Node from beside this file, in
+  // a browser loaded with the index (see `loadStemmer`). Without it English words match by
+  // prefix only.
+  var stemmer = null;
+  if (typeof module !== "undefined" && module.exports && typeof require === "function") {
+    try {
+      stemmer = require("./vendor/wink-porter2-stemmer/wink-porter2-stemmer.js");
+    } catch (e) {
+      stemmer = null;
+    }
+  }
+
+  // Words Snowball English leaves as they are that wink-porter2-stemmer 2.0.1 does not (its
+  // invariant exceptions lack `howe`); tests/search.rs compares both stemmers. (On Snowball's
+  // own English vocabulary of 29,403 ASCII words the two agreed on every one.)
+  var INVARIANT = { howe: true };
+
+  /** A lowercase Latin word as the index holds it (`english_term` in src/render/search.rs). */
+  function stemTerm(word) {
+    if (!stemmer || !STEMMED.test(word) || INVARIANT[word] === true) return word;
+    return stemmer(word);
+  }
 
   /* ------------------------------------------------------------------------------------------
    * Engine
@@ -81,7 +115,8 @@
     var longest = 1;
     raw.terms.forEach(function (term, i) {
       terms.set(term, i);
-      longest = Math.max(longest, Array.from(term).length);
+      // The longest Chinese word: how far forward maximum matching looks.
+      if (CJK.test(term)) longest = Math.max(longest, Array.from(term).length);
     });
     var total = 0;
     var docs = raw.docs.map(function (d) {
@@ -163,7 +198,10 @@
     return n;
   }
 
-  /** Per document, how often `piece` occurs: substrings, plus whole words the build cut out. */
+  /**
+   * Per document, how often `piece` occurs: substrings, plus the words the build cut out that
+   * are the piece (Chinese) or have its stem (Latin).
+   */
   function frequencies(index, piece) {
     var tf = index.docs.map(function (d) {
       return (
@@ -172,7 +210,7 @@
         index.headingWeight * occurrences(d.lowHead, piece)
       );
     });
-    var term = index.terms.get(piece);
+    var term = index.terms.get(isCjk(piece) ? piece : stemTerm(piece));
     if (term !== undefined) {
       var posting = index.postings[term];
       for (var i = 0; i + 1 < posting.length; i += 2) tf[posting[i]] += posting[i + 1];
@@ -204,19 +242,32 @@
       return !isCjk(p);
     });
     if (!wanted.length || (allLatin && wanted.join("").length < 2)) return [];
-    var found = []; // [piece, tf per doc]
+    var found = []; // [piece, tf per doc, required]
     for (var k = 0; k < wanted.length; k++) {
       var piece = wanted[k];
       var tf = frequencies(index, piece);
-      if (!tf.some(Boolean) && isCjk(piece) && Array.from(piece).length > 1) {
+      if (isCjk(piece) && Array.from(piece).length > 1) {
+        // Cut into the index's words: where the text lacks the whole string, or where the cut
+        // is clean (words of two characters or more), so that "位置编码矩阵" also finds the
+        // sections that say 位置编码 and 矩阵 apart. The words are required; the whole string
+        // and each two neighbouring words only rank the sections that have them higher.
         var words = segment(index, piece);
-        if (words.length > 1) {
+        var clean = words.every(function (w) {
+          return Array.from(w).length > 1;
+        });
+        if (words.length > 1 && (clean || !tf.some(Boolean))) {
+          if (tf.some(Boolean)) found.push([piece, tf, false]);
+          for (var w = 0; words.length > 2 && w + 1 < words.length; w++) {
+            var pair = words[w] + words[w + 1];
+            var pairTf = frequencies(index, pair);
+            if (pairTf.some(Boolean)) found.push([pair, pairTf, false]);
+          }
           wanted.splice.apply(wanted, [k + 1, 0].concat(words));
           continue;
         }
       }
       if (!tf.some(Boolean)) return [];
-      found.push([piece, tf]);
+      found.push([piece, tf, true]);
     }
     var n = index.docs.length;
     var scores = index.docs.map(function () {
@@ -224,11 +275,13 @@
     });
     found.forEach(function (entry) {
       var tf = entry[1];
+      var required = entry[2];
       var df = tf.filter(Boolean).length;
       var idf = Math.log(1 + (n - df + 0.5) / (df + 0.5));
       tf.forEach(function (f, d) {
-        if (!f || scores[d] < 0) {
-          scores[d] = -1; // AND: a piece this section lacks rules it out
+        if (scores[d] < 0) return;
+        if (!f) {
+          if (required) scores[d] = -1; // AND: a piece this section lacks rules it out
           return;
         }
         var norm = 1 - BM25_B + (BM25_B * index.docs[d].length) / index.averageLength;
@@ -238,6 +291,20 @@
     var needles = found.map(function (entry) {
       return entry[0];
     });
+    // The whole strings of cut queries: a snippet shows the first place that has one.
+    var phrases = found
+      .filter(function (entry) {
+        return !entry[2];
+      })
+      .map(function (entry) {
+        return entry[0];
+      });
+    // Words of these stems are matches too (marked whole, "weight" for the query "weights").
+    var stems = needles
+      .filter(function (p) {
+        return stemmer && STEMMED.test(p);
+      })
+      .map(stemTerm);
     var hits = [];
     scores.forEach(function (score, d) {
       if (score > 0) hits.push({ d: d, score: score });
@@ -255,23 +322,61 @@
         heading: doc.heading,
         score: hit.score,
         label: (doc.heading === null ? [] : [{ text: doc.title + " › ", mark: false }]).concat(
-          highlight(low.length === searched.length ? searched : low, low, needles, 0, low.length)
+          highlight(low.length === searched.length ? searched : low, low, needles, stems, 0, low.length)
         ),
-        snippet: snippet(doc, needles),
+        snippet: snippet(doc, needles, stems, phrases),
       };
     });
   }
 
-  /** A window of the text around the first match, cut into plain and marked parts. */
-  function snippet(doc, needles) {
-    // toLowerCase keeps lengths for all but a few letters (İ); then show the lowercase text.
-    var text = doc.body.length === doc.lowBody.length ? doc.body : doc.lowBody;
-    var low = doc.lowBody;
+  /** The end of the Latin word that starts at `i` of `low`, or -1 if none starts there. */
+  function wordEnd(low, i) {
+    if (!isWordChar(low, i) || isWordChar(low, i - 1)) return -1;
+    var end = i;
+    while (isWordChar(low, end)) end++;
+    return end;
+  }
+
+  function isWordChar(low, i) {
+    return i >= 0 && i < low.length && LATIN_WORD_CHAR.test(low[i]) && !CJK.test(low[i]);
+  }
+
+  /** The length of the word of one of `stems` that starts at `i` of `low`, or 0. */
+  function stemMatchAt(low, stems, i) {
+    if (!stems.length) return 0;
+    var end = wordEnd(low, i);
+    if (end === -1) return 0;
+    var word = low.slice(i, end);
+    return STEMMED.test(word) && stems.indexOf(stemTerm(word)) !== -1 ? end - i : 0;
+  }
+
+  /** The first match of a needle or of a word of one of `stems` in `low`, or -1. */
+  function firstMatch(low, needles, stems) {
     var first = -1;
     needles.forEach(function (needle) {
       var at = find(low, needle, 0);
       if (at !== -1 && (first === -1 || at < first)) first = at;
     });
+    if (stems.length) {
+      var words = /[a-z]+/g;
+      for (var m = words.exec(low); m && (first === -1 || m.index < first); m = words.exec(low)) {
+        if (stemMatchAt(low, stems, m.index)) return m.index;
+      }
+    }
+    return first;
+  }
+
+  /**
+   * A window of the text around the first match (of the first of `phrases` the text has, if
+   * any), cut into plain and marked parts.
+   */
+  function snippet(doc, needles, stems, phrases) {
+    // toLowerCase keeps lengths for all but a few letters (İ); then show the lowercase text.
+    var text = doc.body.length === doc.lowBody.length ? doc.body : doc.lowBody;
+    var low = doc.lowBody;
+    var first = -1;
+    for (var p = 0; p < phrases.length && first === -1; p++) first = find(low, phrases[p], 0);
+    if (first === -1) first = firstMatch(low, needles, stems);
     var start = first === -1 ? 0 : Math.max(0, first - SNIPPET_BEFORE);
     var end = Math.min(text.length, (first === -1 ? 0 : first) + SNIPPET_AFTER);
     // Cut between words: the start moves forward (never past the match), the end stretches to
@@ -287,7 +392,7 @@
     // Never cut a surrogate pair in half.
     if (start > 0 && /[\uDC00-\uDFFF]/.test(text[start])) start--;
     if (end < text.length && /[\uDC00-\uDFFF]/.test(text[end])) end++;
-    var parts = highlight(text, low, needles, start, end);
+    var parts = highlight(text, low, needles, stems, start, end);
     if (start > 0) parts.unshift({ text: "…", mark: false });
     if (end < text.length) parts.push({ text: "…", mark: false });
     return parts;
@@ -305,8 +410,11 @@
     return !/\s/.test(ch) && !CJK.test(ch);
   }
 
-  /** `text` from `start` to `end` cut into plain and marked parts (`low` is it in lowercase). */
-  function highlight(text, low, needles, start, end) {
+  /**
+   * `text` from `start` to `end` cut into plain and marked parts (`low` is it in lowercase):
+   * the needles, and whole words of one of `stems`.
+   */
+  function highlight(text, low, needles, stems, start, end) {
     var sorted = needles.slice().sort(function (a, b) {
       return b.length - a.length;
     });
@@ -317,11 +425,12 @@
       for (var k = 0; k < sorted.length && !hit; k++) {
         if (matchesAt(low, sorted[k], i)) hit = sorted[k];
       }
-      if (hit) {
+      var length = Math.max(hit ? hit.length : 0, stemMatchAt(low, stems, i));
+      if (length) {
         if (plain) parts.push({ text: plain, mark: false });
-        parts.push({ text: text.slice(i, i + hit.length), mark: true });
+        parts.push({ text: text.slice(i, i + length), mark: true });
         plain = "";
-        i += hit.length;
+        i += length;
       } else {
         plain += text[i];
         i++;
@@ -331,7 +440,7 @@
     return parts;
   }
 
-  var engine = { prepare: prepare, search: search, pieces: pieces };
+  var engine = { prepare: prepare, search: search, pieces: pieces, stemTerm: stemTerm };
 
   if (typeof module !== "undefined" && module.exports) {
     module.exports = engine;
@@ -351,14 +460,39 @@
     return new URL("search-index.json", script ? script.src : document.baseURI).href;
   }
 
+  /**
+   * Loads the stemmer (vendor/wink-porter2-stemmer/, beside this script) alongside the index, so
+   * that pages that are never searched do not fetch it. Resolves even if it fails to load.
+   */
+  function loadStemmer() {
+    if (stemmer) return Promise.resolve();
+    if (window.attnbookPorter2) {
+      stemmer = window.attnbookPorter2;
+      return Promise.resolve();
+    }
+    return new Promise(function (resolve) {
+      var tag = document.createElement("script");
+      tag.src = new URL(
+        "vendor/wink-porter2-stemmer/wink-porter2-stemmer.js",
+        script ? script.src : document.baseURI
+      ).href;
+      tag.onload = tag.onerror = function () {
+        stemmer = window.attnbookPorter2 || null;
+        resolve();
+      };
+      document.head.appendChild(tag);
+    });
+  }
+
   function load(input) {
     if (!loading) {
-      loading = fetch(indexUrl(input))
-        .then(function (response) {
-          if (!response.ok) throw new Error("HTTP " + response.status);
-          return response.json();
-        })
-        .then(prepare);
+      var index = fetch(indexUrl(input)).then(function (response) {
+        if (!response.ok) throw new Error("HTTP " + response.status);
+        return response.json();
+      });
+      loading = Promise.all([index, loadStemmer()]).then(function (loaded) {
+        return prepare(loaded[0]);
+      });
     }
     return loading;
   }

@@ -5,6 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+mod common;
+
 fn attnbook(root: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_attnbook"))
         .arg("--root")
@@ -150,4 +152,106 @@ fn an_unknown_message_key_is_an_error_at_its_line() {
         "{err}"
     );
     assert!(!err.contains("`prev`"), "{err}");
+}
+
+/// Dates read as the site's language writes them, on the chapter pages and in the index's list;
+/// what machines read (`<time datetime>`, the Atom feed, the sitemap) stays ISO 8601. A
+/// `[messages]` override of `date` changes the form.
+#[test]
+fn dates_are_written_in_the_sites_language_and_stay_iso_for_machines() {
+    let dir = site("language = \"en\"\n");
+    build(dir.path());
+    let public = dir.path().join("public");
+    let chapter = std::fs::read_to_string(public.join("c2/index.html")).unwrap();
+    assert!(
+        chapter.contains("<time datetime=\"2026-01-02\">2 January 2026</time>"),
+        "{chapter}"
+    );
+    let index = std::fs::read_to_string(public.join("index.html")).unwrap();
+    assert!(index.contains("<time datetime=\"2026-01-01\">1 January 2026</time>"));
+    assert!(index.contains("<time datetime=\"2026-01-02\">2 January 2026</time>"));
+    let feed = std::fs::read_to_string(public.join("atom.xml")).unwrap();
+    assert!(
+        feed.contains("<updated>2026-01-02T00:00:00Z</updated>"),
+        "{feed}"
+    );
+    assert!(!feed.contains("January"), "{feed}");
+    let sitemap = std::fs::read_to_string(public.join("sitemap.xml")).unwrap();
+    assert!(
+        sitemap.contains("<lastmod>2026-01-02</lastmod>"),
+        "{sitemap}"
+    );
+
+    std::fs::write(
+        dir.path().join("site.toml"),
+        "title = \"Book\"\nbase_url = \"/\"\nlanguage = \"zh-CN\"\n",
+    )
+    .unwrap();
+    build(dir.path());
+    let chapter = std::fs::read_to_string(public.join("c2/index.html")).unwrap();
+    assert!(
+        chapter.contains("<time datetime=\"2026-01-02\">2026 年 1 月 2 日</time>"),
+        "{chapter}"
+    );
+    let index = std::fs::read_to_string(public.join("index.html")).unwrap();
+    assert!(index.contains("<time datetime=\"2026-01-01\">2026 年 1 月 1 日</time>"));
+
+    std::fs::write(
+        dir.path().join("site.toml"),
+        "title = \"Book\"\nbase_url = \"/\"\nlanguage = \"en\"\n\n[messages]\n\
+         date = \"{month_name} {day}, {year}\"\nmonth_1 = \"Jan.\"\n",
+    )
+    .unwrap();
+    build(dir.path());
+    let chapter = std::fs::read_to_string(public.join("c2/index.html")).unwrap();
+    assert!(
+        chapter.contains("<time datetime=\"2026-01-02\">Jan. 2, 2026</time>"),
+        "{chapter}"
+    );
+}
+
+/// The time the experiments ran, in a chapter's footer and on the verification page: RFC 3339
+/// in `datetime`, the site's language in the text, the same minute in both.
+#[test]
+fn the_time_experiments_ran_is_written_in_the_sites_language() {
+    let site = common::Site::fixture("basic");
+    let config = site.read("site.toml");
+    let footer = regex::Regex::new(
+        r#"<time datetime="(\d{4})-(\d\d)-(\d\d)T(\d\d:\d\d):\d\dZ">([^<]*)</time>"#,
+    )
+    .unwrap();
+    let months = [
+        "January",
+        "February",
+        "March",
+        "April",
+        "May",
+        "June",
+        "July",
+        "August",
+        "September",
+        "October",
+        "November",
+        "December",
+    ];
+    for language in ["en", "zh-CN"] {
+        site.write("site.toml", &format!("{config}language = \"{language}\"\n"));
+        let run = site.run(&["build"]);
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        for page in ["public/first/index.html", "public/verification/index.html"] {
+            let html = site.read(page);
+            let times: Vec<_> = footer.captures_iter(&html).collect();
+            assert!(!times.is_empty(), "{language} {page}: no run time\n{html}");
+            for time in times {
+                let (year, month, day, hm) = (&time[1], &time[2], &time[3], &time[4]);
+                let month: usize = month.parse().unwrap();
+                let day: u32 = day.parse().unwrap();
+                let expected = match language {
+                    "en" => format!("{day} {} {year} at {hm} UTC", months[month - 1]),
+                    _ => format!("{year} 年 {month} 月 {day} 日 {hm}（UTC）"),
+                };
+                assert_eq!(&time[5], expected, "{language} {page}");
+            }
+        }
+    }
 }

@@ -80,18 +80,27 @@ $d_k = d_{model}/h$ 越小。
 
 /// The fixture series, loaded and parsed as `build` does (stages 1-2), and its index as JSON.
 fn index_json(dir: &Path) -> String {
+    index_json_of(dir, "", &CHAPTERS)
+}
+
+/// A series of `chapters` with `config` in its site.toml, loaded and parsed as `build` does
+/// (stages 1-2): nothing ran, so no quote is bound.
+fn series_of(
+    dir: &Path,
+    config: &str,
+    chapters: &[(&str, &str)],
+) -> attnbook::content::Series<attnbook::quotes::Bound> {
     std::fs::create_dir_all(dir.join("content")).unwrap();
     std::fs::write(
         dir.join("site.toml"),
-        "title = \"检索\"\nbase_url = \"https://example.github.io/series/\"\n",
+        format!("title = \"检索\"\nbase_url = \"https://example.github.io/series/\"\n{config}"),
     )
     .unwrap();
-    for (name, text) in CHAPTERS {
+    for (name, text) in chapters {
         std::fs::write(dir.join("content").join(name), text).unwrap();
     }
     let series = attnbook::content::load(dir, false).expect("fixture loads");
-    // Parsed as stage 2 does; nothing ran, so no quote is bound.
-    let series = series.map_chapters(|chapters| {
+    series.map_chapters(|chapters| {
         chapters
             .into_iter()
             .map(|chapter| {
@@ -106,7 +115,12 @@ fn index_json(dir: &Path) -> String {
                 }
             })
             .collect()
-    });
+    })
+}
+
+/// The index of a series of `chapters`, as JSON.
+fn index_json_of(dir: &Path, config: &str, chapters: &[(&str, &str)]) -> String {
+    let series = series_of(dir, config, chapters);
     let files = search::index_files(&series);
     let (path, bytes) = &files[0];
     assert_eq!(path, Path::new(search::INDEX_PATH));
@@ -153,10 +167,10 @@ fn text_urls<'a>(index: &'a Value, needle: &str) -> Vec<&'a str> {
 }
 
 #[test]
-fn the_index_holds_character_pairs_latin_words_and_section_urls_under_the_base_path() {
+fn the_index_holds_jieba_words_latin_words_and_section_urls_under_the_base_path() {
     let dir = tempfile::tempdir().unwrap();
     let index: Value = serde_json::from_str(&index_json(dir.path())).unwrap();
-    assert_eq!(index["version"], 3);
+    assert_eq!(index["version"], 4);
     assert_eq!(
         urls(&index),
         [
@@ -170,11 +184,20 @@ fn the_index_holds_character_pairs_latin_words_and_section_urls_under_the_base_p
             "/series/heads/#dims",
         ]
     );
-    // A run of ideographs gives its overlapping pairs.
+    // A run of ideographs gives jieba's words, and (search-engine mode) the dictionary words
+    // inside a long one; not every pair of characters.
+    assert_eq!(word_urls(&index, "注意力"), ["/series/attention/"]);
     assert_eq!(word_urls(&index, "注意"), ["/series/attention/"]);
-    assert_eq!(word_urls(&index, "意力"), ["/series/attention/"]);
+    assert_eq!(
+        word_urls(&index, "编码器"),
+        [
+            "/series/bottleneck/",
+            "/series/attention/",
+            "/series/attention/#weighted-sum"
+        ]
+    );
     let terms = index["terms"].as_array().unwrap();
-    assert!(!terms.iter().any(|t| t == "注意力"), "pairs only");
+    assert!(!terms.iter().any(|t| t == "意力"), "not a word");
     assert_eq!(
         word_urls(&index, "缩放"),
         ["/series/scaled/", "/series/scaled/#why-scale"]
@@ -296,7 +319,7 @@ fn the_client_finds_chinese_words_substrings_and_english() {
     assert_eq!(found_sorted("SOFT"), found_sorted("softmax"));
     // A substring of the word 注意力.
     assert_eq!(found("意力"), ["/series/attention/"]);
-    // Not in the text in one run: cut into the index's terms 注意 + 力 + 权重, all required.
+    // Not in the text in one run: cut into the index's terms 注意力 + 权重, all required.
     assert_eq!(found("注意力权重"), ["/series/attention/"]);
     // One character is a query: it is found wherever the text has it.
     assert_eq!(
@@ -403,4 +426,297 @@ fn text(parts: &Value) -> String {
         .iter()
         .map(|part| part["text"].as_str().unwrap())
         .collect()
+}
+
+/// English chapters, one quoting a Chinese term: each script is cut its own way.
+const ENGLISH: [(&str, &str); 2] = [
+    (
+        "01-weights.md",
+        r#"+++
+title = "Attention weights"
+number = 1
++++
+
+The attentional weights of a query sum to one.
+
+## Scores {#scores}
+
+Each score becomes a weight after the softmax (注意力的机制).
+"#,
+    ),
+    (
+        "02-queries.md",
+        r#"+++
+title = "Queries and keys"
+number = 2
++++
+
+Queries are compared with every key; 注意力机制 is the Chinese term for it.
+
+## Happy paths {#happy}
+
+A happy reader studied the example.
+"#,
+    ),
+];
+
+#[test]
+fn english_words_are_stemmed_in_the_index_and_in_the_query() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = index_json_of(&dir.path().join("site"), "language = \"en\"\n", &ENGLISH);
+    let index: Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(index["version"], 4);
+    // Snowball English stems: `weights` and `weight` are one term, so are `attention` (the
+    // title) and `attentional`, `query` and `queries`.
+    assert_eq!(
+        word_urls(&index, "weight"),
+        ["/series/weights/", "/series/weights/#scores"]
+    );
+    assert_eq!(word_urls(&index, "attent"), ["/series/weights/"]);
+    assert_eq!(
+        word_urls(&index, "queri"),
+        ["/series/weights/", "/series/queries/"]
+    );
+    let terms = index["terms"].as_array().unwrap();
+    assert!(!terms.iter().any(|t| t == "weights"), "stems only");
+    // The Chinese words of an English page are jieba's.
+    assert_eq!(
+        word_urls(&index, "注意力"),
+        ["/series/weights/#scores", "/series/queries/"]
+    );
+    assert_eq!(
+        word_urls(&index, "机制"),
+        ["/series/weights/#scores", "/series/queries/"]
+    );
+
+    let file = dir.path().join(search::INDEX_PATH);
+    std::fs::write(&file, &json).unwrap();
+    let queries = [
+        "weights",
+        "weight",
+        "attention",
+        "attentions",
+        "query",
+        "happiness",
+        "studies",
+        "soft",
+        "注意力",
+        "意力",
+        "机制 queries",
+        "注意力机制",
+    ];
+    let Some(results) = client_search(&file, &queries) else {
+        return;
+    };
+    let found_sorted = |q: &str| {
+        let mut urls = hit_urls(&results[q]);
+        urls.sort_unstable();
+        urls
+    };
+    assert_eq!(
+        found_sorted("weights"),
+        ["/series/weights/", "/series/weights/#scores"]
+    );
+    assert_eq!(found_sorted("weight"), found_sorted("weights"));
+    // `attention` is in the title; `attentions` is nowhere in the text, yet has the stem.
+    assert_eq!(found_sorted("attention"), ["/series/weights/"]);
+    assert_eq!(found_sorted("attentions"), ["/series/weights/"]);
+    assert_eq!(
+        found_sorted("query"),
+        ["/series/queries/", "/series/weights/"]
+    );
+    // Stems that are not a prefix of the text's word: happi(ness) ~ happy, studi(es) ~ studied.
+    assert_eq!(found_sorted("happiness"), ["/series/queries/#happy"]);
+    assert_eq!(found_sorted("studies"), ["/series/queries/#happy"]);
+    // A prefix still finds the longer word.
+    assert_eq!(found_sorted("soft"), ["/series/weights/#scores"]);
+    assert_eq!(
+        found_sorted("注意力"),
+        ["/series/queries/", "/series/weights/#scores"]
+    );
+    assert_eq!(found_sorted("意力"), found_sorted("注意力"));
+    assert_eq!(found_sorted("机制 queries"), ["/series/queries/"]);
+    // A query the text holds whole in one section and in words apart in another: it falls
+    // cleanly into the index's words 注意力 + 机制, so both are found, the whole string first,
+    // and marked whole there.
+    assert_eq!(
+        hit_urls(&results["注意力机制"]),
+        ["/series/queries/", "/series/weights/#scores"]
+    );
+    assert_eq!(marked(&results["注意力机制"][0]["snippet"]), ["注意力机制"]);
+    assert_eq!(
+        marked(&results["注意力机制"][1]["snippet"]),
+        ["注意力", "机制"]
+    );
+
+    // A word of the query's stem is marked whole, as the page writes it.
+    let hits = results["weights"].as_array().unwrap();
+    let scores = hits.iter().find(|r| r["heading"] == "Scores").unwrap();
+    assert_eq!(marked(&scores["snippet"]), ["weight"]);
+    let happy = &results["happiness"][0];
+    assert_eq!(marked(&happy["label"]), ["Happy"]);
+    assert_eq!(marked(&happy["snippet"]), ["happy"]);
+    let studied = &results["studies"][0];
+    assert_eq!(marked(&studied["snippet"]), ["studied"]);
+}
+
+/// The index's stemmer (rust-stemmers) and the client's (the vendored Porter2) give the same
+/// stem for every English word of the series and its docs, and for a list of hard cases from
+/// the Snowball English description.
+#[test]
+fn the_index_and_the_client_stem_alike() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut words = std::collections::BTreeSet::new();
+    for dir in ["content", "docs"] {
+        for entry in std::fs::read_dir(root.join(dir)).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "md") {
+                let text = std::fs::read_to_string(&path).unwrap().to_lowercase();
+                words.extend(
+                    text.split(|c: char| !c.is_ascii_lowercase())
+                        .filter(|w| w.len() > 1)
+                        .map(str::to_owned),
+                );
+            }
+        }
+    }
+    let hard = "consign consigned consigning consignment consist consisted consistency \
+        consistent consistently consisting consists consolation consolations consolatory \
+        console consoled consoles consolidate consolidated consolidating consoling knack \
+        knackeries knacks knag knave knaves knavish kneaded kneading knee kneel kneeled \
+        kneeling kneels knees knell knelt knew knick knif knife knight knightly knights \
+        skis skies dying lying tying idly gently ugly early only singly sky news howe atlas \
+        cosmos bias andes inning outing canning herring earring proceed exceed succeed \
+        generate generates generated generating general generally generic generically \
+        generous generously communism communication communications arsenic arsenal \
+        past universe universal university caresses flies dies mules denied agreed owned \
+        humbled sized meeting stating siezing itemization sensational traditional reference \
+        colonizer plotted hopping tanned falling hissing fizzed failing filing happy happiness \
+        sayyid yay enjoying playing toy annoying ";
+    words.extend(hard.split_whitespace().map(str::to_owned));
+    let words: Vec<String> = words.into_iter().collect();
+    assert!(words.len() > 1000, "{} words", words.len());
+    let script = root.join("static/search.js");
+    let program = r#"
+        const engine = require(process.argv[1]);
+        console.log(JSON.stringify(JSON.parse(process.argv[2]).map(engine.stemTerm)));
+    "#;
+    let list = serde_json::to_string(&words).unwrap();
+    let Some(client) = common::node_json(program, &[script.as_os_str(), list.as_ref()]) else {
+        return;
+    };
+    let client: Vec<String> = serde_json::from_value(client).unwrap();
+    let differ: Vec<String> = words
+        .iter()
+        .zip(&client)
+        .filter(|(word, js)| search::english_term(word) != js.as_str())
+        .map(|(word, js)| format!("{word}: index {}, client {js}", search::english_term(word)))
+        .collect();
+    assert!(differ.is_empty(), "{} differ: {differ:#?}", differ.len());
+    // The client does stem (the vendored file loaded): not every word is its own stem.
+    assert!(words.iter().zip(&client).any(|(w, js)| w != js));
+}
+
+/// The index is cached whole and each chapter's words on their own: an unchanged series cuts
+/// nothing (jieba is never loaded), an edited chapter is the only one cut again, and every
+/// index is the one a build without caches writes.
+#[test]
+fn only_a_changed_chapter_is_cut_into_words_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let site = dir.path().join("site");
+    let cache = dir.path().join("render/search.cache");
+    let build = |chapters: &[(&str, &str)]| {
+        let series = series_of(&site, "", chapters);
+        let uncached = search::Sections::of(&series).index_json(None);
+        let (json, work) = search::Sections::of(&series).index_json_counted(Some(cache.clone()));
+        assert_eq!(json, uncached, "a cached index differs from a fresh one");
+        (json, work)
+    };
+    let (first, work) = build(&CHAPTERS);
+    assert_eq!(
+        work,
+        search::IndexWork {
+            sections_cut: 8,
+            chapters_cached: 0,
+            whole_cached: false
+        }
+    );
+    assert!(dir.path().join("render/search-words.cache").is_file());
+    let (again, work) = build(&CHAPTERS);
+    assert_eq!(again, first);
+    assert_eq!(
+        work,
+        search::IndexWork {
+            sections_cut: 0,
+            chapters_cached: 4,
+            whole_cached: true
+        }
+    );
+    // An edit of chapter 2's second section: its two sections are cut again, no other.
+    let mut edited = CHAPTERS;
+    let text = CHAPTERS[1].1.replace("加权求和，得到", "加权求和，就得到");
+    edited[1].1 = &text;
+    let (changed, work) = build(&edited);
+    assert_ne!(changed, first);
+    assert_eq!(
+        work,
+        search::IndexWork {
+            sections_cut: 2,
+            chapters_cached: 3,
+            whole_cached: false
+        }
+    );
+    // Without the whole index's cache, every chapter's words still come from theirs.
+    std::fs::remove_file(&cache).unwrap();
+    let (rebuilt, work) = build(&edited);
+    assert_eq!(rebuilt, changed);
+    assert_eq!(
+        work,
+        search::IndexWork {
+            sections_cut: 0,
+            chapters_cached: 4,
+            whole_cached: false
+        }
+    );
+}
+
+/// The real binary: a no-change build leaves the chapters' word cache untouched (read by no
+/// one, written by no one), an edit rewrites it.
+#[test]
+fn a_no_change_build_does_not_touch_the_word_cache() {
+    let dir = tempfile::tempdir().unwrap();
+    let site = dir.path();
+    series_of(site, "", &CHAPTERS);
+    let build = || {
+        let run = std::process::Command::new(env!("CARGO_BIN_EXE_attnbook"))
+            .arg("--root")
+            .arg(site)
+            .arg("build")
+            .output()
+            .unwrap();
+        assert!(
+            run.status.success(),
+            "{}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+    };
+    let words = site.join(".attnbook/cache/render/search-words.cache");
+    build();
+    let written = std::fs::metadata(&words).unwrap().modified().unwrap();
+    build();
+    assert_eq!(
+        std::fs::metadata(&words).unwrap().modified().unwrap(),
+        written,
+        "a no-change build wrote the word cache"
+    );
+    let chapter = site.join("content/03-scaled.md");
+    let text = std::fs::read_to_string(&chapter).unwrap();
+    std::fs::write(&chapter, text.replace("分布就不会", "分布也就不会")).unwrap();
+    build();
+    assert_ne!(
+        std::fs::metadata(&words).unwrap().modified().unwrap(),
+        written
+    );
+    let index = std::fs::read_to_string(site.join("public").join(search::INDEX_PATH)).unwrap();
+    assert!(index.contains("分布也就不会"));
 }

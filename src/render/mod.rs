@@ -6,6 +6,7 @@
 
 pub mod cache;
 pub mod cite;
+pub mod dates;
 pub mod glossary;
 pub mod highlight;
 pub mod html;
@@ -481,7 +482,10 @@ pub struct ChapterView<'a> {
     appendix: bool,
     slug: &'a str,
     url: String,
+    /// ISO 8601 (`2026-12-02`), for `<time datetime>` and feeds.
     date: Option<String>,
+    /// The date as the site's language writes it (`2026 年 12 月 2 日`, `2 December 2026`).
+    date_text: Option<String>,
     tags: &'a [String],
     category: Option<&'a str>,
     summary: Option<&'a str>,
@@ -517,6 +521,10 @@ impl<'a> ChapterView<'a> {
             url: chapter_url(base_path, &chapter.slug),
             permalink: format!("{base_url}{}/", chapter.slug),
             date: chapter.front.date_string(),
+            date_text: chapter
+                .front
+                .date_string()
+                .and_then(|d| self::dates::date_text(&d)),
             tags: &chapter.front.tags,
             tag_links: chapter
                 .front
@@ -643,7 +651,10 @@ struct TocEntry<'a> {
 
 #[derive(Serialize)]
 struct RunView<'a> {
+    /// RFC 3339, for `<time datetime>`.
     ran_at: &'a str,
+    /// The same as the site's language writes it.
+    ran_at_text: String,
     toolchain: &'a str,
     seed: u64,
     duration: String,
@@ -674,6 +685,7 @@ fn toc(headings: &[Heading]) -> Vec<TocEntry<'_>> {
 fn run_view(meta: &RunMeta) -> RunView<'_> {
     RunView {
         ran_at: &meta.ran_at,
+        ran_at_text: self::dates::date_time_text(&meta.ran_at),
         toolchain: &meta.toolchain,
         seed: meta.seed,
         duration: crate::messages::fill(

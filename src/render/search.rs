@@ -1,20 +1,44 @@
 //! The search index: every section of every chapter as plain text, plus the terms in it, written
 //! to `search-index.json` for `static/search.js` to search in the reader's browser.
 //!
-//! Chinese has no spaces between words. Rather than a segmenter (jieba's dictionary takes
-//! ~0.13 s to load, more than a small book takes to build, and the browser's `Intl.Segmenter`
-//! cuts differently anyway), the index follows Lucene's `CJKAnalyzer`: a run of ideographs
-//! gives every overlapping pair of characters as a term (a lone ideograph is its own term),
-//! Latin text gives its words. Cutting costs time in proportion to the text and needs no
-//! set-up, and the client needs no segmenter:
+//! Each script is cut its own way wherever it occurs, on a site of any `language` (the series'
+//! Chinese prose says `softmax`, an English book may quote `注意力`):
+//!
+//! - **Chinese** (a run of ideographs, kana or hangul) is cut into words by jieba (`jieba-rs`,
+//!   its built-in dictionary, search-engine mode: a long word also gives the dictionary words
+//!   inside it, `注意力` gives `注意` and `注意力`; no HMM, so a sequence the dictionary lacks
+//!   falls apart into shorter words or single characters rather than guessed words).
+//!   Loading the dictionary takes ~0.13 s, more than rendering a small book: the words of each
+//!   chapter are cached (`.attnbook/cache/render/search-words.cache`, keyed by a hash of the
+//!   chapter's section texts) and the whole index too (`search.cache`), so jieba is loaded only
+//!   when some chapter's text changed, and cuts only that chapter.
+//! - **Latin text** gives its words (letters and digits; `_` joins, so `d_k` is one word),
+//!   lowercase; a word of ASCII letters only is reduced to its Snowball English stem
+//!   (`rust-stemmers`: `weights` and `weight` give `weight`, `attention` and `attentional`
+//!   give `attent`); other words (`d_k`, `seq2seq`, `café`) stay as written.
+//!
+//! The browser has neither jieba nor Rust; the client (`static/search.js`) does not need jieba
+//! and brings the same stemmer:
 //!
 //! - it finds each Chinese query string anywhere in the stored text, so `意力` finds `注意力`
 //!   and `熵` finds `交叉熵`, and each Latin one at the start of a word (`soft` finds
-//!   `softmax`), numbers and `d_k` too; recall is that of substring search whatever the terms;
-//! - it counts a Latin query that is a whole word of a section, not just the start of one,
-//!   twice;
-//! - it splits a Chinese query that the text does not contain in one piece (`缩放注意力`) into
-//!   terms of the index, longest first (pairs, here), and asks for all of them.
+//!   `softmax`), numbers and `d_k` too: recall is at least that of substring search, whatever
+//!   the terms;
+//! - it stems a Latin query word with the Porter2 stemmer vendored from npm
+//!   (`static/vendor/wink-porter2-stemmer/`, MIT; Porter2 *is* Snowball English, and
+//!   `tests/search.rs` checks that both stemmers agree on every English word of the series and
+//!   a list of hard cases) and adds the sections that hold a word of that stem, so `weights`
+//!   finds `weight` and `queries` finds `query`. A stem map in the index (each surface form to
+//!   its stem) would cover only the words the text has, not the reader's `attentions`;
+//! - it counts a query piece whose stem (Latin) or itself (Chinese) is one of the index's terms
+//!   twice, so a section using the word ranks above one that merely contains the characters;
+//! - it cuts a Chinese query that the text does not contain in one piece (`缩放注意力`) into
+//!   terms of the index by forward maximum matching against the index's own vocabulary (the
+//!   longest Chinese term at each position, else one character), and asks for all of them: the
+//!   words jieba cut at build time are the words the query is cut into. A query the text does
+//!   contain is cut too when it falls cleanly into words of two characters or more
+//!   (`位置编码矩阵`), so that sections saying the words apart are found; the whole string and
+//!   each two neighbouring words, where a section has them, only rank it higher.
 //!
 //! One document per section (h2 or h3), so a result links to the place it was found. The text
 //! is that of the prose as Markdown gave it: inline code and quoted numbers as shown on the
@@ -30,7 +54,7 @@
 //!   "docs": [ { "t": "chapter title", "h": "section heading (absent before the first one)",
 //!               "u": "/base/slug/#id", "b": "plain text", "n": 312,
 //!               "m": "TeX of the inline formulas, one per line (absent if none)" } ],
-//!   "terms": ["softmax", "注意", "意力", ...], // sorted, lowercase, two characters or more
+//!   "terms": ["attent", "softmax", "注意", "注意力", ...], // sorted, two characters or more
 //!   "postings": [[doc, count, doc, count, ...], ...] }
 //! ```
 //!
@@ -39,11 +63,14 @@
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
-use std::path::PathBuf;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::sync::LazyLock;
 
 use pulldown_cmark::{Event, TagEnd};
 use rayon::prelude::*;
-use serde::Serialize;
+use rust_stemmers::{Algorithm, Stemmer};
+use serde::{Deserialize, Serialize};
 
 use super::cache::{self, Cache};
 use super::tex_text;
@@ -59,8 +86,15 @@ use crate::text::sanitize;
 pub const INDEX_PATH: &str = "search-index.json";
 
 /// Bumped whenever the client has to change with the file (2: pairs of ideographs as terms;
-/// 3: inline formulas as readable text, their TeX in `m`).
-const VERSION: u32 = 3;
+/// 3: inline formulas as readable text, their TeX in `m`; 4: jieba words and English stems).
+const VERSION: u32 = 4;
+
+/// The segmenter, its dictionary loaded on first use (~0.13 s), which a build whose chapters
+/// all come from the cache never reaches.
+static JIEBA: LazyLock<jieba_rs::Jieba> = LazyLock::new(jieba_rs::Jieba::new);
+
+/// Snowball English (Porter2), as the client's `static/vendor/wink-porter2-stemmer/`.
+static STEMMER: LazyLock<Stemmer> = LazyLock::new(|| Stemmer::create(Algorithm::English));
 
 /// How many body words one word of a title or heading is worth.
 const HEADING_WEIGHT: u32 = 5;
@@ -99,6 +133,28 @@ struct SearchDoc {
 #[derive(Debug, Clone)]
 pub struct Sections {
     docs: Vec<SearchDoc>,
+    /// Which of `docs` each chapter has: the unit whose words are cached together.
+    chapters: Vec<Range<usize>>,
+}
+
+/// What building an index cost: how many sections had their words cut (the rest came from
+/// the cache), and whether the whole index came from the cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct IndexWork {
+    /// Sections cut into words in this build (jieba and the stemmer ran over them).
+    pub sections_cut: usize,
+    /// Chapters whose words came from the cache.
+    pub chapters_cached: usize,
+    /// The whole index came from the cache: nothing was cut or assembled.
+    pub whole_cached: bool,
+}
+
+/// The terms of one section: its number of words and how often (weighted) each term occurs.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct SectionWords {
+    n: u32,
+    /// Sorted by term.
+    counts: Vec<(String, u32)>,
 }
 
 impl Sections {
@@ -110,6 +166,7 @@ impl Sections {
         // where one stood; an unresolved one (reported by the build) reads as nothing.
         let (refs, _) = super::xref::resolve_all(series);
         let mut docs = Vec::new();
+        let mut chapters = Vec::new();
         for (chapter, refs) in series
             .chapters
             .iter()
@@ -117,6 +174,7 @@ impl Sections {
             .zip(&refs)
         {
             let url = chapter_url(&base_path, &chapter.slug);
+            let first = docs.len();
             for section in sections(chapter, refs) {
                 // The client shows this text as HTML: no character HTML forbids.
                 docs.push(SearchDoc {
@@ -138,17 +196,25 @@ impl Sections {
                     m: sanitize(&section.tex).into_owned(),
                 });
             }
+            chapters.push(first..docs.len());
         }
-        Sections { docs }
+        Sections { docs, chapters }
     }
 
-    /// The index as JSON. With a cache file, sections identical to the last build's reuse its
-    /// index.
+    /// The index as JSON. With a cache file, an unchanged series reuses the last build's
+    /// index, and a chapter whose text is unchanged reuses its words (kept beside it, in
+    /// `search-words.cache`).
     pub fn index_json(self, cache: Option<PathBuf>) -> String {
+        self.index_json_counted(cache).0
+    }
+
+    /// [`Sections::index_json`], and what it cost.
+    pub fn index_json_counted(self, cache: Option<PathBuf>) -> (String, IndexWork) {
         let Some(path) = cache else {
-            return SearchIndex::build(self).to_json();
+            let (words, work) = self.words(&mut Cache::in_memory());
+            return (SearchIndex::build(self.docs, words).to_json(), work);
         };
-        let mut cache: Cache<String> = Cache::load(path);
+        let mut whole: Cache<String> = Cache::load(path.clone());
         let texts: Vec<&[u8]> = self
             .docs
             .iter()
@@ -162,44 +228,108 @@ impl Sections {
                 ]
             })
             .collect();
-        let salt = format!(
-            "attnbook {}; search index {VERSION}, heading weight {HEADING_WEIGHT}",
-            env!("CARGO_PKG_VERSION")
-        );
-        let key = cache::key(&[&[salt.as_bytes()], texts.as_slice()].concat());
-        let json = match cache.get(&key) {
-            Some(json) => json.clone(),
-            None => {
-                let json = SearchIndex::build(self).to_json();
-                cache.insert(key, json.clone());
-                json
-            }
+        let key = cache::key(&[&[salt().as_bytes()], texts.as_slice()].concat());
+        if let Some(json) = whole.get(&key) {
+            let json = json.clone();
+            whole.save();
+            let work = IndexWork {
+                chapters_cached: self.chapters.len(),
+                whole_cached: true,
+                ..IndexWork::default()
+            };
+            return (json, work);
+        }
+        let mut chapters: Cache<Vec<SectionWords>> = Cache::load(words_cache_file(&path));
+        let (words, work) = self.words(&mut chapters);
+        chapters.save();
+        let json = SearchIndex::build(self.docs, words).to_json();
+        whole.insert(key, json.clone());
+        whole.save();
+        (json, work)
+    }
+
+    /// The words of every section, from `cache` for a chapter whose texts it has, cut (in
+    /// parallel) for the others.
+    fn words(&self, cache: &mut Cache<Vec<SectionWords>>) -> (Vec<SectionWords>, IndexWork) {
+        let salt = salt();
+        let keys: Vec<String> = self
+            .chapters
+            .iter()
+            .map(|range| {
+                let texts: Vec<&[u8]> = self.docs[range.clone()]
+                    .iter()
+                    .flat_map(|d| [heading_text(d).as_bytes(), d.b.as_bytes()])
+                    .collect();
+                cache::key(&[&[salt.as_bytes()], texts.as_slice()].concat())
+            })
+            .collect();
+        let missing: Vec<usize> = (0..keys.len())
+            .filter(|&i| !cache.contains(&keys[i]))
+            .collect();
+        let cut: Vec<(usize, Vec<SectionWords>)> = missing
+            .par_iter()
+            .map(|&i| {
+                let docs = &self.docs[self.chapters[i].clone()];
+                (i, docs.par_iter().map(section_words).collect())
+            })
+            .collect();
+        let mut work = IndexWork {
+            chapters_cached: keys.len() - missing.len(),
+            ..IndexWork::default()
         };
-        cache.save();
-        json
+        for (i, words) in cut {
+            work.sections_cut += words.len();
+            cache.insert(keys[i].clone(), words);
+        }
+        let mut all = Vec::with_capacity(self.docs.len());
+        for key in &keys {
+            all.extend(cache.get(key).cloned().unwrap_or_default());
+        }
+        (all, work)
     }
 }
 
+/// What decides the words of a text besides the text: the generator's version (jieba's
+/// dictionary and the stemmer come with it) and the index's format.
+fn salt() -> String {
+    format!(
+        "attnbook {}; search index {VERSION}, heading weight {HEADING_WEIGHT}",
+        env!("CARGO_PKG_VERSION")
+    )
+}
+
+/// The per-chapter word cache beside the index's own cache file.
+fn words_cache_file(index_cache: &Path) -> PathBuf {
+    index_cache.with_file_name("search-words.cache")
+}
+
+/// What a section's heading weight applies to: its heading, or the chapter's title before the
+/// first heading.
+fn heading_text(doc: &SearchDoc) -> &str {
+    doc.h.as_deref().unwrap_or(&doc.t)
+}
+
+/// Cuts one section into words.
+fn section_words(doc: &SearchDoc) -> SectionWords {
+    let mut counts = HashMap::new();
+    let n = count_terms(heading_text(doc), HEADING_WEIGHT, &mut counts)
+        + count_terms(&doc.b, 1, &mut counts);
+    let mut counts: Vec<(String, u32)> = counts.into_iter().collect();
+    counts.sort_unstable();
+    SectionWords { n, counts }
+}
+
 impl SearchIndex {
-    /// Cuts the words of every section, in parallel, and collects the postings.
-    fn build(sections: Sections) -> SearchIndex {
-        let mut docs = sections.docs;
-        let counts: Vec<HashMap<String, u32>> = docs
-            .par_iter_mut()
-            .map(|doc| {
-                let heading = doc.h.as_deref().unwrap_or(&doc.t);
-                let mut counts = HashMap::new();
-                doc.n = count_terms(heading, HEADING_WEIGHT, &mut counts)
-                    + count_terms(&doc.b, 1, &mut counts);
-                counts
-            })
-            .collect();
+    /// Collects the postings of every section's words.
+    fn build(mut docs: Vec<SearchDoc>, words: Vec<SectionWords>) -> SearchIndex {
         let mut postings: BTreeMap<String, Vec<u32>> = BTreeMap::new();
-        for (id, counts) in counts.into_iter().enumerate() {
+        for (id, (doc, words)) in docs.iter_mut().zip(words).enumerate() {
+            doc.n = words.n;
             let id = u32::try_from(id).unwrap_or(u32::MAX);
             // One-character words are left out: every substring search finds them anyway,
             // and they would be a third of the postings.
-            for (term, count) in counts
+            for (term, count) in words
+                .counts
                 .into_iter()
                 .filter(|(t, _)| t.chars().nth(1).is_some())
             {
@@ -226,49 +356,60 @@ impl SearchIndex {
 fn count_terms(text: &str, weight: u32, counts: &mut HashMap<String, u32>) -> u32 {
     let mut n = 0;
     terms(&text.to_lowercase(), |term| {
-        *counts.entry(term.to_owned()).or_default() += weight;
+        *counts.entry(term.into_owned()).or_default() += weight;
         n += 1;
     });
     n
 }
 
-/// Calls `add` with every term of `text` (lowercase): each word of letters and digits (`_`
-/// joins, so `d_k` is one word), each overlapping pair of characters in a run of ideographs,
-/// and a lone ideograph on its own.
-fn terms(text: &str, mut add: impl FnMut(&str)) {
+/// Calls `add` with every term of `text` (lowercase): each Latin word (letters and digits, `_`
+/// joins, so `d_k` is one word) as [`english_term`] gives it, and each word jieba cuts a run of
+/// ideographs into.
+fn terms(text: &str, mut add: impl FnMut(Cow<'_, str>)) {
     let mut word: Option<usize> = None;
-    let mut run: Vec<(usize, char)> = Vec::new();
-    let flush_run = |run: &mut Vec<(usize, char)>, add: &mut dyn FnMut(&str)| {
-        match run.as_slice() {
-            [] => {}
-            [(at, c)] => add(&text[*at..at + c.len_utf8()]),
-            pairs => {
-                for pair in pairs.windows(2) {
-                    let (start, (end, last)) = (pair[0].0, pair[1]);
-                    add(&text[start..end + last.len_utf8()]);
-                }
+    let mut run: Option<usize> = None;
+    let flush_run = |run: &mut Option<usize>, end: usize, add: &mut dyn FnMut(Cow<'_, str>)| {
+        if let Some(start) = run.take() {
+            let run = &text[start..end];
+            // A lone ideograph is its own word: no need to load the dictionary for it (a new
+            // site whose one chapter is titled `空` builds without jieba).
+            if run.chars().nth(1).is_none() {
+                add(run.into());
+                return;
+            }
+            for word in JIEBA.cut_for_search(run, false) {
+                add(word.word.into());
             }
         }
-        run.clear();
     };
     for (at, c) in text.char_indices() {
         if is_ideograph(c) {
             if let Some(start) = word.take() {
-                add(&text[start..at]);
+                add(english_term(&text[start..at]));
             }
-            run.push((at, c));
+            run.get_or_insert(at);
         } else {
-            flush_run(&mut run, &mut add);
+            flush_run(&mut run, at, &mut add);
             if c.is_alphanumeric() || c == '_' {
                 word.get_or_insert(at);
             } else if let Some(start) = word.take() {
-                add(&text[start..at]);
+                add(english_term(&text[start..at]));
             }
         }
     }
-    flush_run(&mut run, &mut add);
+    flush_run(&mut run, text.len(), &mut add);
     if let Some(start) = word {
-        add(&text[start..]);
+        add(english_term(&text[start..]));
+    }
+}
+
+/// A lowercase Latin word as the index holds it: its Snowball English stem if it is ASCII
+/// letters only (the rule `stemTerm` in `static/search.js` applies to a query), else as it is.
+pub fn english_term(word: &str) -> Cow<'_, str> {
+    if !word.is_empty() && word.bytes().all(|b| b.is_ascii_lowercase()) {
+        STEMMER.stem(word)
+    } else {
+        word.into()
     }
 }
 
@@ -427,28 +568,31 @@ mod tests {
 
     fn all_terms(text: &str) -> Vec<String> {
         let mut out = Vec::new();
-        terms(text, |t| out.push(t.to_owned()));
+        terms(text, |t| out.push(t.into_owned()));
         out
     }
 
     #[test]
-    fn ideographs_give_pairs_and_latin_text_gives_words() {
-        assert_eq!(all_terms("注意力"), ["注意", "意力"]);
+    fn ideographs_give_jieba_words_and_latin_text_gives_stems() {
+        // Search-engine mode: the dictionary words inside a long word come with it.
+        assert_eq!(all_terms("注意力"), ["注意", "注意力"]);
         assert_eq!(all_terms("熵"), ["熵"]);
         assert_eq!(
             all_terms("softmax 把分数，变成权重 d_k=64"),
-            [
-                "softmax", "把分", "分数", "变成", "成权", "权重", "d_k", "64"
-            ]
+            ["softmax", "把", "分数", "变成", "权重", "d_k", "64"]
         );
         // Where scripts meet there is no space, and none is needed.
-        assert_eq!(
-            all_terms("用softmax归一化"),
-            ["用", "softmax", "归一", "一化"]
-        );
+        assert_eq!(all_terms("用softmax归一化"), ["用", "softmax", "归一化"]);
         assert_eq!(all_terms("café naïve x²"), ["café", "naïve", "x²"]);
         assert_eq!(all_terms("「注意」。"), ["注意"]);
         assert!(all_terms(" ,.;").is_empty());
+        // English words are reduced to their stems; words with digits or `_` are not.
+        assert_eq!(
+            all_terms("weights weight attention attentional queries query seq2seq"),
+            [
+                "weight", "weight", "attent", "attent", "queri", "queri", "seq2seq"
+            ]
+        );
     }
 
     #[test]
@@ -461,10 +605,11 @@ mod tests {
     #[test]
     fn terms_are_counted_lowercase_with_their_weight() {
         let mut counts = HashMap::new();
-        let n = count_terms("Softmax 把注意力", 5, &mut counts);
-        assert_eq!(n, 4);
+        let n = count_terms("Softmax 把注意力 Weights", 5, &mut counts);
+        assert_eq!(n, 5);
         assert_eq!(counts["softmax"], 5);
-        assert_eq!(counts["注意"], 5);
+        assert_eq!(counts["注意力"], 5);
+        assert_eq!(counts["weight"], 5);
         assert!(!counts.contains_key("Softmax"));
     }
 }
