@@ -599,6 +599,7 @@ pub fn build(plan: &BuildPlan) -> Outcome {
     if let Some(url) = &plan.repository {
         series.config.repository = Some(url.clone());
     }
+    lab::prefetch_pin(&series);
     timings.lap("content + markdown");
     let (series, rendered) =
         experiments_beside_math(series, plan, &mut out.diagnostics, &mut timings);
