@@ -44,7 +44,23 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-FLOOR = "\n[print]\nenabled = false\n\n[verification]\nenabled = false\n"
+
+
+def floor_config(config: str) -> str:
+    """site.toml with `enabled = false` in its `[print]` and `[verification]` tables (added to
+    a table the file already has, e.g. `[print] pdf = true`: TOML allows a table once)."""
+    lines = config.split("\n")
+    for table in ["print", "verification"]:
+        header = next((i for i, l in enumerate(lines) if l.strip() == f"[{table}]"), None)
+        if header is None:
+            lines += ["", f"[{table}]", "enabled = false"]
+        else:
+            end = next((i for i in range(header + 1, len(lines)) if lines[i].lstrip().startswith("[")),
+                       len(lines))
+            lines = [l for i, l in enumerate(lines)
+                     if not (header < i < end and l.split("=")[0].strip() == "enabled")]
+            lines.insert(header + 1, "enabled = false")
+    return "\n".join(lines) + "\n"
 
 
 def free_port() -> int:
@@ -61,7 +77,7 @@ def copy_series(dst: Path, floor: bool) -> None:
         if (ROOT / name).is_dir():
             shutil.copytree(ROOT / name, dst / name)
     config = (ROOT / "site.toml").read_text(encoding="utf-8")
-    (dst / "site.toml").write_text(config + (FLOOR if floor else ""), encoding="utf-8")
+    (dst / "site.toml").write_text(floor_config(config) if floor else config, encoding="utf-8")
     cache = ROOT / ".attnbook" / "cache"
     if cache.is_dir():
         shutil.copytree(cache, dst / ".attnbook" / "cache")
