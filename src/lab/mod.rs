@@ -34,6 +34,7 @@ pub fn kill_everything(groups: &[u32]) {
     }
     kill_orphans(&[]);
 }
+pub use cache::remember_loaded_runs;
 pub use take_home::{Download, Downloads, downloads, prefetch_pin};
 
 use rayon::prelude::*;
