@@ -48,7 +48,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def floor_config(config: str) -> str:
     """site.toml with `enabled = false` in its `[print]` and `[verification]` tables (added to
-    a table the file already has, e.g. `[print] pdf = true`: TOML allows a table once)."""
+    a table the file already has, e.g. `[print] pdf = true`: TOML allows a table once; `pdf`,
+    which needs the print page, is dropped)."""
     lines = config.split("\n")
     for table in ["print", "verification"]:
         header = next((i for i, l in enumerate(lines) if l.strip() == f"[{table}]"), None)
@@ -57,8 +58,9 @@ def floor_config(config: str) -> str:
         else:
             end = next((i for i in range(header + 1, len(lines)) if lines[i].lstrip().startswith("[")),
                        len(lines))
+            # `pdf = true` needs the print page: the floor goes without the PDF too.
             lines = [l for i, l in enumerate(lines)
-                     if not (header < i < end and l.split("=")[0].strip() == "enabled")]
+                     if not (header < i < end and l.split("=")[0].strip() in ("enabled", "pdf"))]
             lines.insert(header + 1, "enabled = false")
     return "\n".join(lines) + "\n"
 
