@@ -262,6 +262,9 @@ pub(super) fn undeclared_reads(
             let named = Path::new(&literal);
             let file = [root.join(named), workdir.join(named)]
                 .iter()
+                // One `stat` first: most literals name nothing, and resolving a path that does
+                // not exist costs a `readlink` per component.
+                .filter(|candidate| candidate.is_file())
                 .filter_map(|candidate| std::fs::canonicalize(candidate).ok())
                 .find(|real| real.is_file() && real.starts_with(&site) && !real.starts_with(&own));
             let Some(rel) =

@@ -34,8 +34,10 @@ pub fn kill_everything(groups: &[u32]) {
     }
     kill_orphans(&[]);
 }
-pub use take_home::{Download, Downloads, downloads};
+pub use cache::remember_loaded_runs;
+pub use take_home::{Download, Downloads, downloads, prefetch_pin};
 
+use rayon::prelude::*;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -419,14 +421,28 @@ pub fn run(series: &Series<Parsed>, plan: &LabPlan) -> Runs {
     let mut stale = Vec::new();
     let mut points: Vec<Vec<PointRun>> = vec![Vec::new(); series.chapters.len()];
     let mut stale_points = Vec::new();
-    for &i in &with_blocks {
-        let c = &series.chapters[i];
-        let key = cache::chapter_key(&env_key, &c.slug, c.seed(), &c.doc.experiments);
-        for point in points_of(c) {
-            let point_key = cache::point_key(&key, &point.param, &point.value);
-            match cache::load(&cache_dir, &point.file_name(&c.slug), &point_key)
-                .filter(|_| !plan.rerun)
-            {
+    // The cached runs are read (and their JSON parsed) chapter by chapter in parallel.
+    let loaded: Vec<_> = with_blocks
+        .par_iter()
+        .map(|&i| {
+            let c = &series.chapters[i];
+            let key = cache::chapter_key(&env_key, &c.slug, c.seed(), &c.doc.experiments);
+            let points: Vec<_> = points_of(c)
+                .into_iter()
+                .map(|point| {
+                    let point_key = cache::point_key(&key, &point.param, &point.value);
+                    let run = cache::load(&cache_dir, &point.file_name(&c.slug), &point_key)
+                        .filter(|_| !plan.rerun);
+                    (point, point_key, run)
+                })
+                .collect();
+            let run = cache::load(&cache_dir, &c.slug, &key).filter(|_| !plan.rerun);
+            (i, key, points, run)
+        })
+        .collect();
+    for (i, key, loaded_points, run) in loaded {
+        for (point, point_key, run) in loaded_points {
+            match run {
                 Some(mut run) => {
                     run.from_cache = true;
                     points[i].push(PointRun {
@@ -438,7 +454,7 @@ pub fn run(series: &Series<Parsed>, plan: &LabPlan) -> Runs {
                 None => stale_points.push((i, point_key, point)),
             }
         }
-        match cache::load(&cache_dir, &c.slug, &key).filter(|_| !plan.rerun) {
+        match run {
             Some(mut run) => {
                 run.from_cache = true;
                 out.runs[i] = Some(run);

@@ -139,7 +139,7 @@ fn archives<C>(
             &paths.runtime.map(|r| r.hash.as_str()).unwrap_or_default()[..16]
         ));
     }
-    let pin = pin(repository, &paths.lab_crate, paths.workspace.as_deref())?;
+    let pin = pin_prefetched(repository, &paths.lab_crate, paths.workspace.as_deref())?;
     let lock_path = paths.work.join("lab").join("Cargo.lock");
     let build_lock = std::fs::read_to_string(&lock_path).map_err(|e| {
         format!(
@@ -243,6 +243,60 @@ struct Inputs<'a> {
     dependencies: &'a str,
     /// The declared data files: `(site-relative path, bytes)`.
     data: &'a [(PathBuf, Vec<u8>)],
+}
+
+/// What a pin is asked for: the repository, the `lab` crate and the workspace root.
+type PinArgs = (String, PathBuf, Option<PathBuf>);
+
+/// A pin being asked on its thread, with what it was asked for.
+type PinJob = (PinArgs, std::thread::JoinHandle<Result<Pin, String>>);
+
+/// A pin asked ahead ([`prefetch_pin`]).
+static PREFETCHED_PIN: std::sync::Mutex<Option<PinJob>> = std::sync::Mutex::new(None);
+
+/// Starts pinning the downloads now, on a thread of its own, for [`downloads`] to find
+/// answered: its two git commands take about ten milliseconds, which a no-change build would
+/// otherwise wait for after binding the quotes. Nothing the build writes is under the paths
+/// `git status` looks at (the runtime crates and the workspace's manifest and lock), so the
+/// answer is the one asked later; each build asks afresh.
+pub fn prefetch_pin<C>(series: &Series<C>) {
+    let Some(repository) = &series.config.repository else {
+        return;
+    };
+    if super::inputs::first_path_dependency(&series.config.lab).is_some() {
+        return;
+    }
+    let Ok(paths) = Paths::new(series) else {
+        return;
+    };
+    let args: PinArgs = (
+        repository.clone(),
+        paths.lab_crate.clone(),
+        paths.workspace.clone(),
+    );
+    let (repository, lab_crate, workspace) = args.clone();
+    let handle = std::thread::spawn(move || pin(&repository, &lab_crate, workspace.as_deref()));
+    if let Ok(mut slot) = PREFETCHED_PIN.lock() {
+        *slot = Some((args, handle));
+    }
+}
+
+/// [`pin`], answered by [`prefetch_pin`] when it was asked the same.
+fn pin_prefetched(
+    repository: &str,
+    lab_crate: &Path,
+    workspace: Option<&Path>,
+) -> Result<Pin, String> {
+    let prefetched = PREFETCHED_PIN.lock().ok().and_then(|mut slot| slot.take());
+    if let Some(((r, l, w), handle)) = prefetched
+        && r == repository
+        && l == lab_crate
+        && w.as_deref() == workspace
+        && let Ok(pinned) = handle.join()
+    {
+        return pinned;
+    }
+    pin(repository, lab_crate, workspace)
 }
 
 /// Pins `repository` to `HEAD` of the git repository holding `lab_crate`, provided nothing

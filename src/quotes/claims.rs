@@ -436,13 +436,17 @@ mod tests {
         );
         let other = BTreeMap::from([("x".to_string(), 2.0)]);
         ValueIndex {
-            chapters: BTreeMap::from([("a".to_string(), values), ("b".to_string(), other)]),
+            chapters: BTreeMap::from([
+                ("a".to_string(), values.into()),
+                ("b".to_string(), other.into()),
+            ]),
             lines: BTreeMap::from([(
                 "a".to_string(),
                 BTreeMap::from([
                     ("acc.sin.2".to_string(), 30),
                     ("acc_hi.rel.0".to_string(), 12),
-                ]),
+                ])
+                .into(),
             )]),
         }
     }

@@ -11,6 +11,9 @@ pub mod output;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use std::sync::Arc;
+
+use rayon::prelude::*;
 
 use crate::content::{Chapter, Series};
 use crate::diagnostic::{Diagnostic, closest, did_you_mean};
@@ -157,11 +160,12 @@ pub struct Source {
 }
 
 /// Every value every chapter recorded, flattened: `slug -> name -> value`, and beside it
-/// `slug -> name -> Markdown line` of the call that recorded it.
+/// `slug -> name -> Markdown line` of the call that recorded it. A chapter's maps are shared,
+/// so the index at one grid point ([`ValueIndex::with_chapter`]) copies no other chapter's.
 #[derive(Debug, Default)]
 pub struct ValueIndex {
-    chapters: BTreeMap<String, BTreeMap<String, f64>>,
-    lines: BTreeMap<String, BTreeMap<String, usize>>,
+    chapters: BTreeMap<String, Arc<BTreeMap<String, f64>>>,
+    lines: BTreeMap<String, Arc<BTreeMap<String, usize>>>,
 }
 
 impl ValueIndex {
@@ -170,8 +174,8 @@ impl ValueIndex {
         let (values, lines) = Self::chapter_values(chapter, run);
         let mut chapters = self.chapters.clone();
         let mut all_lines = self.lines.clone();
-        chapters.insert(chapter.slug.clone(), values);
-        all_lines.insert(chapter.slug.clone(), lines);
+        chapters.insert(chapter.slug.clone(), Arc::new(values));
+        all_lines.insert(chapter.slug.clone(), Arc::new(lines));
         ValueIndex {
             chapters,
             lines: all_lines,
@@ -199,26 +203,27 @@ impl ValueIndex {
         (values, lines)
     }
 
-    /// Flattens the recorded values (`name`, `name.i`, `name.i.j`).
-    pub fn new<C: AsRef<Ran>>(series: &Series<C>) -> Self {
+    /// Flattens the recorded values (`name`, `name.i`, `name.i.j`), chapter by chapter in
+    /// parallel.
+    pub fn new<C: AsRef<Ran> + Sync>(series: &Series<C>) -> Self {
+        let flattened: Vec<_> = series
+            .chapters
+            .par_iter()
+            .map(AsRef::as_ref)
+            .map(|chapter: &Ran| {
+                let (values, lines) = chapter
+                    .run
+                    .as_ref()
+                    .map(|run| Self::chapter_values(chapter, run))
+                    .unwrap_or_default();
+                (chapter.slug.clone(), values, lines)
+            })
+            .collect();
         let mut chapters = BTreeMap::new();
         let mut all_lines = BTreeMap::new();
-        for chapter in series.chapters.iter().map(AsRef::as_ref) {
-            let mut values = BTreeMap::new();
-            let mut lines = BTreeMap::new();
-            let recorded = RecordedLines::new(&chapter.doc.experiments);
-            for value in chapter.run.iter().flat_map(|r| &r.results.values) {
-                let line = recorded.markdown_line(&value.file, value.line);
-                for (suffix, x) in flatten(&value.shape, &value.data) {
-                    let name = format!("{}{suffix}", value.name);
-                    if let Some(line) = line {
-                        lines.insert(name.clone(), line);
-                    }
-                    values.insert(name, x);
-                }
-            }
-            chapters.insert(chapter.slug.clone(), values);
-            all_lines.insert(chapter.slug.clone(), lines);
+        for (slug, values, lines) in flattened {
+            chapters.insert(slug.clone(), Arc::new(values));
+            all_lines.insert(slug, Arc::new(lines));
         }
         ValueIndex {
             chapters,
@@ -288,7 +293,7 @@ impl ValueIndex {
 
     /// All values of one chapter, by flattened name (for templates).
     pub fn chapter(&self, slug: &str) -> Option<&BTreeMap<String, f64>> {
-        self.chapters.get(slug)
+        self.chapters.get(slug).map(|values| &**values)
     }
 
     /// Looks `name` up from `slug`'s point of view (`other/name` reaches another chapter).
@@ -338,19 +343,35 @@ fn flatten(shape: &[usize], data: &[lab_protocol::Number]) -> Vec<(String, f64)>
 /// (`Status::Drift`, `holds == Some(false)`), for the caller to report as it reports them.
 pub fn bind(series: Series<Ran>) -> (Series<Bound>, Vec<Diagnostic>) {
     let index = ValueIndex::new(&series);
-    let (bindings, mut errors) = bind_quotes(&series, &index);
-    let (claims, claim_errors) = bind_claims(&series, &index);
-    errors.extend(claim_errors);
-    let mut points = Vec::with_capacity(series.chapters.len());
-    for chapter in &series.chapters {
-        let (bound, found) = bind_points(&series, &index, chapter);
-        points.push(bound);
+    // Chapter by chapter in parallel; the problems in the order of a sequential pass: every
+    // chapter's quotes, then every chapter's claims, then the grid points.
+    let bound: Vec<_> = series
+        .chapters
+        .par_iter()
+        .map(|chapter| {
+            (
+                chapter_quotes(&series, &index, chapter),
+                chapter_claims(&series, &index, chapter),
+                bind_points(&series, &index, chapter),
+            )
+        })
+        .collect();
+    let mut errors = Vec::new();
+    let mut claim_errors = Vec::new();
+    let mut point_errors = Vec::new();
+    let mut per_chapter = Vec::with_capacity(bound.len());
+    for ((bindings, found), (claims, claims_found), (points, points_found)) in bound {
         errors.extend(found);
+        claim_errors.extend(claims_found);
+        point_errors.extend(points_found);
+        per_chapter.push(((bindings, claims), points));
     }
+    errors.extend(claim_errors);
+    errors.extend(point_errors);
     let series = series.map_chapters(|chapters| {
         chapters
             .into_iter()
-            .zip(bindings.into_iter().zip(claims).zip(points))
+            .zip(per_chapter)
             .map(|(ran, ((bindings, claims), points))| Bound {
                 ran,
                 bindings,
@@ -369,79 +390,76 @@ fn bind_points(
     index: &ValueIndex,
     chapter: &Ran,
 ) -> (Vec<BoundPoint>, Vec<Diagnostic>) {
-    let mut out = Vec::new();
-    let mut errors = Vec::new();
     let Some(run) = &chapter.run else {
-        return (out, errors);
+        return (Vec::new(), Vec::new());
     };
-    for point in &run.points {
-        let Some(param) = chapter
-            .doc
-            .experiments
-            .iter()
-            .filter_map(|e| e.options.param.as_ref())
-            .find(|p| p.name == point.param)
-        else {
-            continue;
-        };
-        let text = param.point_text(point.index);
-        let passages: Vec<_> = chapter
-            .doc
-            .explores
-            .iter()
-            .filter(|e| e.param == point.param)
-            .collect();
-        let inside = |at: usize| passages.iter().any(|p| p.contains(at));
-        let at_point = index.with_chapter(chapter, &point.run);
-        let (mut bindings, found) = chapter_quotes(series, &at_point, chapter);
-        let (claims, claim_found) = chapter_claims(series, &at_point, chapter);
-        for mut d in found.into_iter().chain(claim_found) {
-            if d.location.as_ref().is_some_and(|l| inside(l.span.start)) {
-                d.message = format!("{} (at {text})", d.message);
-                errors.push(d);
-            }
-        }
-        for (quote, binding) in chapter.doc.quotes.iter().zip(&mut bindings) {
-            let compares_text = quote.relation.is_none()
-                && matches!(
-                    quote.tolerance,
-                    Tolerance::Round | Tolerance::Abs(_) | Tolerance::Rel(_)
-                );
-            if compares_text && binding.status == Status::Drift {
-                // The source's number is the default's: at another point only a finite value
-                // is asked for.
-                if binding.rerun.is_some_and(f64::is_finite) {
-                    binding.status = Status::Ok;
-                }
-            }
-        }
-        out.push(BoundPoint {
-            param: point.param.clone(),
-            index: point.index,
-            text,
-            bindings,
-            claims,
-        });
+    let bound: Vec<(BoundPoint, Vec<Diagnostic>)> = run
+        .points
+        .par_iter()
+        .filter_map(|point| bind_point(series, index, chapter, point))
+        .collect();
+    let mut out = Vec::with_capacity(bound.len());
+    let mut errors = Vec::new();
+    for (point, found) in bound {
+        out.push(point);
+        errors.extend(found);
     }
     (out, errors)
 }
 
-/// The verdict of every claim, chapter by chapter.
-fn bind_claims(
+/// One grid point of [`bind_points`]: `None` for a point of no parameter of the chapter.
+fn bind_point(
     series: &Series<Ran>,
     index: &ValueIndex,
-) -> (Vec<Vec<claims::ClaimBinding>>, Vec<Diagnostic>) {
-    let mut errors = Vec::new();
-    let all = series
-        .chapters
+    chapter: &Ran,
+    point: &crate::lab::PointRun,
+) -> Option<(BoundPoint, Vec<Diagnostic>)> {
+    let param = chapter
+        .doc
+        .experiments
         .iter()
-        .map(|chapter| {
-            let (verdicts, found) = chapter_claims(series, index, chapter);
-            errors.extend(found);
-            verdicts
-        })
+        .filter_map(|e| e.options.param.as_ref())
+        .find(|p| p.name == point.param)?;
+    let text = param.point_text(point.index);
+    let passages: Vec<_> = chapter
+        .doc
+        .explores
+        .iter()
+        .filter(|e| e.param == point.param)
         .collect();
-    (all, errors)
+    let inside = |at: usize| passages.iter().any(|p| p.contains(at));
+    let at_point = index.with_chapter(chapter, &point.run);
+    let (mut bindings, found) = chapter_quotes(series, &at_point, chapter);
+    let (claims, claim_found) = chapter_claims(series, &at_point, chapter);
+    let mut errors = Vec::new();
+    for mut d in found.into_iter().chain(claim_found) {
+        if d.location.as_ref().is_some_and(|l| inside(l.span.start)) {
+            d.message = format!("{} (at {text})", d.message);
+            errors.push(d);
+        }
+    }
+    for (quote, binding) in chapter.doc.quotes.iter().zip(&mut bindings) {
+        let compares_text = quote.relation.is_none()
+            && matches!(
+                quote.tolerance,
+                Tolerance::Round | Tolerance::Abs(_) | Tolerance::Rel(_)
+            );
+        if compares_text && binding.status == Status::Drift {
+            // The source's number is the default's: at another point only a finite value
+            // is asked for.
+            if binding.rerun.is_some_and(f64::is_finite) {
+                binding.status = Status::Ok;
+            }
+        }
+    }
+    let point = BoundPoint {
+        param: point.param.clone(),
+        index: point.index,
+        text,
+        bindings,
+        claims,
+    };
+    Some((point, errors))
 }
 
 /// The verdict of every claim of one text (a chapter, or the index's intro).
@@ -472,21 +490,6 @@ fn chapter_claims<C: AsRef<Ran>>(
         }
     }
     (verdicts, errors)
-}
-
-/// Binds every quote of every chapter.
-fn bind_quotes(series: &Series<Ran>, index: &ValueIndex) -> (Vec<Vec<Binding>>, Vec<Diagnostic>) {
-    let mut errors = Vec::new();
-    let all = series
-        .chapters
-        .iter()
-        .map(|chapter| {
-            let (bindings, found) = chapter_quotes(series, index, chapter);
-            errors.extend(found);
-            bindings
-        })
-        .collect();
-    (all, errors)
 }
 
 /// Whether the chapter `slug` has experiments that gave no results (they failed, or never ran).
@@ -545,7 +548,7 @@ fn chapter_quotes<C: AsRef<Ran>>(
 
 /// Binds the quotes and claims of a text that is not one of the series' chapters (the index
 /// page's intro) against the series' values, as a chapter's are bound.
-pub fn bind_page<C: AsRef<Ran>>(series: &Series<C>, ran: Ran) -> (Bound, Vec<Diagnostic>) {
+pub fn bind_page<C: AsRef<Ran> + Sync>(series: &Series<C>, ran: Ran) -> (Bound, Vec<Diagnostic>) {
     let index = ValueIndex::new(series);
     let (bindings, mut errors) = chapter_quotes(series, &index, &ran);
     let (claims, claim_errors) = chapter_claims(series, &index, &ran);
@@ -754,10 +757,29 @@ pub fn roundings(like: &QuotedNumber, value: f64) -> Vec<String> {
 /// on its exact decimal expansion (an `f64` has at most 1074 fraction digits, 767 significant):
 /// 0.125 is a tie, 0.135 (stored as 0.13500000000000000888...) is not.
 fn is_exact_tie(like: &QuotedNumber, value: f64) -> bool {
-    const EXACT: usize = 1100;
     if !value.is_finite() || value == 0.0 {
         return false;
     }
+    if like.exponent {
+        return is_exact_tie_by_digits(like, value);
+    }
+    // |value| = m 2^e with m odd, so |value| 10^d = (m 5^d) 2^(e + d) with m 5^d odd: its
+    // fraction is exactly one half when e + d = -1, and never otherwise.
+    let bits = value.abs().to_bits();
+    let (biased, fraction) = ((bits >> 52) as i64, bits & ((1 << 52) - 1));
+    let (mantissa, exponent) = if biased == 0 {
+        (fraction, -1074)
+    } else {
+        (fraction | (1 << 52), biased - 1075)
+    };
+    let exponent = exponent + i64::from(mantissa.trailing_zeros());
+    i64::try_from(like.decimals).is_ok_and(|d| exponent + d == -1)
+}
+
+/// [`is_exact_tie`] on the value's exact decimal expansion (the exponent form, whose decimals
+/// count from the leading digit).
+fn is_exact_tie_by_digits(like: &QuotedNumber, value: f64) -> bool {
+    const EXACT: usize = 1100;
     let exact = if like.exponent {
         format!("{:.*e}", EXACT, value.abs())
     } else {
@@ -1083,6 +1105,52 @@ mod tests {
         }
     }
 
+    /// The tie test on the binary exponent agrees with the one on the exact decimal expansion:
+    /// exact ties at every number of decimals, their neighbours, subnormals, and values that
+    /// only print like ties.
+    #[test]
+    fn the_binary_tie_test_agrees_with_the_decimal_one() {
+        let mut values = vec![0.125, 2.5, 999_999.5, 0.135, 0.5, 1.5, 0.05, 5e-324, 1e-310];
+        for k in 0..2000u32 {
+            let tie = (f64::from(k) + 0.5) / 2f64.powi((k % 12) as i32);
+            values.extend([
+                tie,
+                tie.next_up(),
+                tie.next_down(),
+                f64::from(k) * 0.001 + 0.0005,
+            ]);
+        }
+        for decimals in 0..14 {
+            let like = QuotedNumber {
+                decimals,
+                ..q("[0.5]{=a}").number
+            };
+            for &v in &values {
+                for v in [v, -v] {
+                    assert_eq!(
+                        is_exact_tie(&like, v),
+                        is_exact_tie_by_digits(&like, v),
+                        "{v:e} to {decimals} decimals"
+                    );
+                }
+            }
+        }
+        assert!(is_exact_tie(
+            &QuotedNumber {
+                decimals: 2,
+                ..q("[0.5]{=a}").number
+            },
+            0.125
+        ));
+        assert!(!is_exact_tie(
+            &QuotedNumber {
+                decimals: 2,
+                ..q("[0.5]{=a}").number
+            },
+            0.135
+        ));
+    }
+
     proptest::proptest! {
         /// No finite quote and tolerance lets a non-finite rerun through.
         #[test]
@@ -1224,8 +1292,14 @@ mod tests {
     fn index() -> ValueIndex {
         let a = BTreeMap::from([("x".to_string(), 1.5), ("m.0.1".to_string(), 2.0)]);
         ValueIndex {
-            chapters: BTreeMap::from([("a".to_string(), a), ("b".to_string(), BTreeMap::new())]),
-            lines: BTreeMap::from([("a".to_string(), BTreeMap::from([("x".to_string(), 12)]))]),
+            chapters: BTreeMap::from([
+                ("a".to_string(), a.into()),
+                ("b".to_string(), BTreeMap::new().into()),
+            ]),
+            lines: BTreeMap::from([(
+                "a".to_string(),
+                BTreeMap::from([("x".to_string(), 12)]).into(),
+            )]),
         }
     }
 

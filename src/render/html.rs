@@ -1029,16 +1029,74 @@ fn escape_body(text: &str) -> String {
     out
 }
 
-/// HTML-escapes text (via pulldown-cmark's escaper).
+/// HTML-escapes text (via pulldown-cmark's escaper). Also Tera's escaper: the Atom feed
+/// escapes every chapter's whole body, and `serve` keeps those ([`remember_large_escapes`]).
 pub fn escape(text: &str) -> String {
+    if text.len() >= LARGE_ESCAPE && REMEMBER_ESCAPES.load(std::sync::atomic::Ordering::Relaxed) {
+        return escape_remembered(text);
+    }
+    escape_now(text)
+}
+
+fn escape_now(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let _ = pulldown_cmark_escape::escape_html(&mut out, text);
     out
 }
 
+/// Texts at least this long are kept escaped once [`remember_large_escapes`] is called.
+const LARGE_ESCAPE: usize = 64 * 1024;
+
+/// At most this many large texts are kept (the series has a dozen chapter bodies).
+const KEPT_ESCAPES: usize = 64;
+
+static REMEMBER_ESCAPES: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Large escaped texts by the BLAKE3 of the text.
+static ESCAPED: std::sync::Mutex<Option<std::collections::HashMap<[u8; 32], String>>> =
+    std::sync::Mutex::new(None);
+
+/// From now on, [`escape`] keeps what it made of every large text (by its hash), for `serve`:
+/// rebuilds run in one process, and after a prose edit the feed escaped every unchanged
+/// chapter's body again (12 % of the rebuild's instructions). Hashing a text costs a small
+/// part of escaping it.
+pub fn remember_large_escapes() {
+    REMEMBER_ESCAPES.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+fn escape_remembered(text: &str) -> String {
+    let key = *blake3::hash(text.as_bytes()).as_bytes();
+    if let Ok(kept) = ESCAPED.lock()
+        && let Some(escaped) = kept.as_ref().and_then(|kept| kept.get(&key))
+    {
+        return escaped.clone();
+    }
+    let escaped = escape_now(text);
+    if let Ok(mut kept) = ESCAPED.lock() {
+        let kept = kept.get_or_insert_with(Default::default);
+        if kept.len() >= KEPT_ESCAPES {
+            kept.clear();
+        }
+        kept.insert(key, escaped.clone());
+    }
+    escaped
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A remembered escape is the escape of the text given, whatever was remembered before.
+    #[test]
+    fn remembered_escapes_are_the_escapes() {
+        remember_large_escapes();
+        let a = "<p class=\"x\">a & b</p>".repeat(LARGE_ESCAPE / 10);
+        let b = a.replace('a', "c");
+        for text in [&a, &b, &a, &b] {
+            assert_eq!(escape(text), escape_now(text));
+        }
+        assert_eq!(escape("<short>"), "&lt;short&gt;");
+    }
 
     fn experiment(info_lines: &[(&str, bool)], fold: Fold) -> Experiment {
         Experiment {

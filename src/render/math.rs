@@ -136,6 +136,58 @@ impl MathRenderer {
             .collect()
     }
 
+    /// [`MathRenderer::render_all`] through a cache shared by threads: the lock is held only to
+    /// look formulas up and to add the new ones, never while KaTeX renders (a rayon worker
+    /// waiting on the lock could otherwise be the one that holds it).
+    pub fn render_all_shared(
+        &self,
+        formulas: &[(&str, bool)],
+        cache: &std::sync::Mutex<MathCache>,
+    ) -> Vec<Result<String, MathError>> {
+        let lock = || {
+            cache
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+        };
+        let keys: Vec<String> = formulas
+            .iter()
+            .map(|&(tex, display)| self.key(tex, display))
+            .collect();
+        let mut missing: Vec<(&str, bool, &str)> = {
+            let cache = lock();
+            formulas
+                .iter()
+                .zip(&keys)
+                .filter(|(_, key)| !cache.contains(key))
+                .map(|(&(tex, display), key)| (tex, display, key.as_str()))
+                .collect()
+        };
+        missing.sort_unstable_by_key(|m| m.2);
+        missing.dedup_by_key(|m| m.2);
+        let fresh: Vec<(String, Result<String, String>)> = missing
+            .iter()
+            .map(|&(tex, display, key)| (key.to_string(), self.render_raw(tex, display)))
+            .collect();
+        let mut cache = lock();
+        for (key, result) in fresh {
+            cache.insert(key, result);
+        }
+        keys.iter()
+            .map(|key| match cache.get(key) {
+                Some(Ok(html)) => Ok(html.clone()),
+                Some(Err(message)) => Err(MathError::from_katex(message)),
+                None => Err(MathError::from_katex("the formula was not rendered")),
+            })
+            .collect()
+    }
+
+    /// Marks `formulas` used in `cache` (without rendering any), so that saving keeps them.
+    pub fn keep(&self, formulas: &[(&str, bool)], cache: &mut MathCache) {
+        for &(tex, display) in formulas {
+            cache.get(&self.key(tex, display));
+        }
+    }
+
     fn key(&self, tex: &str, display: bool) -> String {
         super::cache::key(&[self.salt.as_bytes(), &[u8::from(display)], tex.as_bytes()])
     }

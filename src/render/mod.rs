@@ -114,7 +114,11 @@ impl AsRef<Bound> for Page {
 /// name and text (templates include one another, so any edit renders every page again), the
 /// page's template name and the JSON of its context, exactly what Tera sees.
 pub struct Templates {
-    tera: Tera,
+    /// Parsed on the first page that has to be rendered when this set of templates is known to
+    /// parse ([`Templates::load`]); parsing them was 7 % of a build that renders nothing.
+    tera: std::sync::OnceLock<Result<Tera, Diagnostic>>,
+    /// Every template's name and text, for the parse.
+    pairs: Vec<(String, String)>,
     fingerprint: String,
     /// Per template name: every text it is rendered from (itself and what it extends,
     /// includes and imports, transitively), for [`Templates::may_read`].
@@ -128,7 +132,19 @@ pub struct Templates {
 impl Templates {
     /// Loads the templates (see [`load_templates`]); pages are kept in `store`.
     pub fn load(root: &Path, store: cache::Blobs) -> Result<Self, Vec<Diagnostic>> {
-        let (tera, fingerprint, impure, reach) = load_templates_keyed(root)?;
+        let (pairs, fingerprint, impure, reach) = read_templates(root)?;
+        // A set of templates (and a binary) an earlier build parsed without error parses the
+        // same now, so the parse waits for a page that is not in the store: a build that
+        // renders nothing does not parse them. Any other set is parsed here, and its errors
+        // stop the build as they always did.
+        let parsed = render_cache_dir(root).join("templates.parsed");
+        let known = format!("{}\n{fingerprint}", cache::binary_identity());
+        let tera = std::sync::OnceLock::new();
+        if std::fs::read_to_string(&parsed).ok().as_deref() != Some(known.as_str()) {
+            let _ = tera.set(Ok(parse_templates(&pairs).map_err(|e| vec![e])?));
+            let _ = std::fs::create_dir_all(render_cache_dir(root));
+            let _ = std::fs::write(&parsed, known);
+        }
         // A template that asks for the time, a random number or the environment renders
         // differently with the same context: its pages are always rendered afresh, and what
         // earlier builds kept goes at the prune.
@@ -139,6 +155,7 @@ impl Templates {
         };
         Ok(Templates {
             tera,
+            pairs,
             fingerprint,
             reach,
             store,
@@ -199,8 +216,12 @@ impl Templates {
             for insert in fill {
                 insert(&mut context);
             }
-            let page = self
+            let tera = self
                 .tera
+                .get_or_init(|| parse_templates(&self.pairs))
+                .as_ref()
+                .map_err(Clone::clone)?;
+            let page = tera
                 .render(name, &context)
                 .map_err(|e| template_error(&e, name))?;
             // Whatever reached a page (a front matter value, experiment output, a site
@@ -256,7 +277,25 @@ impl<'a> PageContext<'a> {
 
 /// Loads the templates: embedded defaults, overridden by `root/templates/*.html`.
 pub fn load_templates(root: &Path) -> Result<Tera, Vec<Diagnostic>> {
-    load_templates_keyed(root).map(|(tera, ..)| tera)
+    let (pairs, ..) = read_templates(root)?;
+    parse_templates(&pairs).map_err(|e| vec![e])
+}
+
+/// `.attnbook/cache/render` of the site at `root`.
+fn render_cache_dir(root: &Path) -> std::path::PathBuf {
+    root.join(".attnbook/cache/render")
+}
+
+/// The templates parsed by Tera, with the site's escaping and filters.
+fn parse_templates(pairs: &[(String, String)]) -> Result<Tera, Diagnostic> {
+    let mut tera = Tera::default();
+    tera.autoescape_on(vec![".html", ".xml"]);
+    // Tera's default escaper also escapes `/`, which makes every URL unreadable in the source.
+    tera.set_escape_fn(html::escape);
+    tera.register_filter("fill", fill_filter);
+    tera.add_raw_templates(pairs.to_vec())
+        .map_err(|e| template_error(&e, "templates"))?;
+    Ok(tera)
 }
 
 /// Tera's functions whose result is not decided by the context (`now` and `get_random` exist
@@ -264,14 +303,15 @@ pub fn load_templates(root: &Path) -> Result<Tera, Vec<Diagnostic>> {
 /// fails to render, but the check keeps the store honest if the feature is ever turned on).
 const IMPURE_FUNCTIONS: [&str; 3] = ["now(", "get_random(", "get_env("];
 
-/// The templates, a hash of every name and text among them, and whether any calls one of
+/// Every template's name and text (embedded defaults, overridden by `root/templates/`), a
+/// hash of every name and text among them, and whether any calls one of
 /// [`IMPURE_FUNCTIONS`].
 #[allow(clippy::type_complexity)]
-fn load_templates_keyed(
+fn read_templates(
     root: &Path,
 ) -> Result<
     (
-        Tera,
+        Vec<(String, String)>,
         String,
         bool,
         std::collections::HashMap<String, Vec<String>>,
@@ -308,11 +348,6 @@ fn load_templates_keyed(
             templates.push((name.clone(), text, format!("templates/{name}")));
         }
     }
-    let mut tera = Tera::default();
-    tera.autoescape_on(vec![".html", ".xml"]);
-    // Tera's default escaper also escapes `/`, which makes every URL unreadable in the source.
-    tera.set_escape_fn(html::escape);
-    tera.register_filter("fill", fill_filter);
     let pairs: Vec<(String, String)> = templates
         .iter()
         .map(|(n, t, _)| (n.clone(), t.clone()))
@@ -325,9 +360,7 @@ fn load_templates_keyed(
         .iter()
         .any(|(_, text)| IMPURE_FUNCTIONS.iter().any(|f| text.contains(f)));
     let reach = template_reach(&pairs);
-    tera.add_raw_templates(pairs)
-        .map_err(|e| vec![template_error(&e, "templates")])?;
-    Ok((tera, key.finish(), impure, reach))
+    Ok((pairs, key.finish(), impure, reach))
 }
 
 /// Per template: its text and the texts of the templates it names in `extends`, `include`
@@ -878,7 +911,8 @@ mod reads_tests {
         let mut tera = Tera::default();
         tera.add_raw_templates(pairs.clone()).unwrap();
         Templates {
-            tera,
+            tera: std::sync::OnceLock::from(Ok(tera)),
+            pairs: pairs.clone(),
             fingerprint: String::new(),
             reach: template_reach(&pairs),
             store: cache::Blobs::off(),

@@ -90,6 +90,9 @@ fn serve(plan: &ServePlan) -> Result<Infallible, Diagnostic> {
     // Serve deletes the output each build replaces: a refused output stops it before anything.
     let build = &plan.build;
     crate::site::check_output_dir(&build.root, &build.out, build.force)?;
+    // Every rebuild runs in this process: the experiments' results are parsed once per change.
+    crate::lab::remember_loaded_runs();
+    crate::render::html::remember_large_escapes();
     // Bind and watch before the first build: a taken port should fail at once, not after it.
     let (listener, addr) = bind(plan.addr)?;
     let mut watch = Watch::start(&plan.build)?;

@@ -24,7 +24,7 @@ const PATH: &str = "site.toml";
 
 /// The intro's HTML for the index and print pages, and every problem found in it (empty HTML
 /// when the site has no intro).
-pub(super) fn render<C: AsRef<Ran>>(
+pub(super) fn render<C: AsRef<Ran> + Sync>(
     series: &Series<C>,
     highlighter: &Highlighter,
 ) -> (String, Vec<Diagnostic>) {

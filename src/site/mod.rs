@@ -599,6 +599,7 @@ pub fn build(plan: &BuildPlan) -> Outcome {
     if let Some(url) = &plan.repository {
         series.config.repository = Some(url.clone());
     }
+    lab::prefetch_pin(&series);
     timings.lap("content + markdown");
     let (series, rendered) =
         experiments_beside_math(series, plan, &mut out.diagnostics, &mut timings);
@@ -838,15 +839,35 @@ fn glossary_terms(series: &Series<Bound>, base_path: &str) -> Vec<render::glossa
 /// left out, and the page shows its TeX).
 fn table_math(
     renderer: &MathRenderer,
+    cache: &std::sync::Mutex<render::math::MathCache>,
     run: Option<&lab::ChapterRun>,
 ) -> std::collections::BTreeMap<String, String> {
-    html::table_formulas(run)
-        .into_iter()
-        .filter_map(|tex| {
-            let rendered = renderer.render(&tex, false).ok()?;
-            Some((tex, readable_in_a_cell(&rendered)))
-        })
+    let texts = html::table_formulas(run);
+    let formulas: Vec<(&str, bool)> = texts.iter().map(|tex| (tex.as_str(), false)).collect();
+    let rendered = renderer.render_all_shared(&formulas, cache);
+    texts
+        .iter()
+        .zip(rendered)
+        .filter_map(|(tex, rendered)| Some((tex.clone(), readable_in_a_cell(&rendered.ok()?))))
         .collect()
+}
+
+/// Keeps every chapter's table formulas in the table-math cache (only the bodies rendered
+/// again looked theirs up) and saves it.
+fn save_table_math<C: AsRef<lab::Ran>>(
+    series: &Series<C>,
+    renderer: &MathRenderer,
+    cache: std::sync::Mutex<render::math::MathCache>,
+) {
+    let mut cache = cache
+        .into_inner()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    for chapter in series.chapters.iter().map(AsRef::as_ref) {
+        let texts = html::table_formulas(chapter.run.as_ref());
+        let formulas: Vec<(&str, bool)> = texts.iter().map(|tex| (tex.as_str(), false)).collect();
+        renderer.keep(&formulas, &mut cache);
+    }
+    cache.save();
 }
 
 /// KaTeX's output with its visible rendering, not its MathML, exposed to assistive
@@ -881,7 +902,13 @@ fn render_chapters(
     let highlighter = &rendered.highlighter;
     let terms = glossary_terms(&series, &base_path);
     // Tables' headers and captions are known only now, after the experiments ran.
+    // Their formulas are kept by content hash like the prose's: starting KaTeX's engine for
+    // them was most of the cost of rendering an edited chapter's body again.
     let math_renderer = MathRenderer::new(&series.config.katex.macros);
+    let table_cache = std::sync::Mutex::new(render::math::MathCache::load(render::cache::file(
+        &series.root,
+        "table-math",
+    )));
     let take_homes: Vec<(Option<String>, String)> = take_homes
         .into_iter()
         .enumerate()
@@ -908,7 +935,8 @@ fn render_chapters(
                 |(index, (mut bound, (((maths, refs), citations), take_home)))| {
                     let (take_home, previews) = take_home;
                     let fresh = || {
-                        let table_math = table_math(&math_renderer, bound.run.as_ref());
+                        let table_math =
+                            table_math(&math_renderer, &table_cache, bound.run.as_ref());
                         let inputs = html::PageInputs {
                             doc: &bound.doc,
                             maths,
@@ -977,6 +1005,7 @@ fn render_chapters(
             .collect()
     });
     store.prune();
+    save_table_math(&stored, &math_renderer, table_cache);
     stored
 }
 
