@@ -174,8 +174,9 @@ fn links_to_glossary_rows_check_out() {
     );
 }
 
-/// Redteam-3 D6: a variant is found where the reader sees it: split by a line break or by
-/// emphasis, in another case, and in the title, summary and tags.
+/// Redteam-3 D6: a variant is found where the reader sees it: split by a line break (also in a
+/// blockquote or a list item) or by emphasis, in another case, and in the title, summary and
+/// tags.
 #[test]
 fn variants_are_found_as_the_reader_sees_them() {
     let site = Site::fixture("glossary");
@@ -187,7 +188,7 @@ fn variants_are_found_as_the_reader_sees_them() {
         "content/01-first.md",
         "+++\ntitle = \"热图的画法\"\nnumber = 1\nsummary = \"画一张热图\"\ntags = [\"热图\"]\n+++\n\n\
          画一张热\n图看看。\n\n**热**图和 Heat map 与 heat\nmap。\n\n\
-         热  \n图是两行，热力图不是变体。\n",
+         热  \n图是两行，热力图不是变体。\n\n> 引用热\n> 图。\n\n- 列表热\n  图。\n",
     );
     let run = site.run(&["check"]);
     assert_eq!(run.code, 1, "{}", run.stderr);
@@ -207,6 +208,9 @@ fn variants_are_found_as_the_reader_sees_them() {
             "content/01-first.md:11:3",
             "content/01-first.md:11:9",
             "content/01-first.md:11:20",
+            // A line break in a blockquote or a list item joins too (the prefix is no text).
+            "content/01-first.md:17:5",
+            "content/01-first.md:20:5",
         ],
         "{}",
         run.stderr
@@ -322,6 +326,23 @@ fn two_glossary_rows_with_one_id_are_an_error() {
     assert!(
         run.stderr
             .contains("content/appendix/glossary.md:7:1: error: `{{glossary}}` is placed twice"),
+        "{}",
+        run.stderr
+    );
+    // A heading that takes a row's id on the page that places the glossary (redteam-3 D10,
+    // the class); the same heading on another page is fine.
+    site.write(
+        "content/appendix/glossary.md",
+        "+++\ntitle = \"术语与记号\"\n+++\n\n## term-a\n\n{{glossary}}\n",
+    );
+    let run = site.run(&["build"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains(
+            "content/appendix/glossary.md:5:1: error: duplicate id `term-a` on the page"
+        ) && run.stderr.contains(
+            "the glossary placed at content/appendix/glossary.md:7:1 has it too, on the row of `甲`"
+        ),
         "{}",
         run.stderr
     );

@@ -60,7 +60,7 @@ fn problems_in_the_intro_are_reported_at_their_line_of_site_toml() {
         "site.toml:4:26: error: the intro records no values, so `x` names nothing",
         "site.toml:5:1: error: broken link: no chapter `nope`",
         "site.toml:5:21: error: unresolved reference: no chapter `nope`",
-        "site.toml:5:30: error: broken link: no anchor `#nowhere`",
+        "site.toml:5:30: error: broken link: no anchor `#nowhere` on the index page",
         "site.toml:5:44: error: citation of `key` but the site has no bibliography",
     ];
     let build = site.run(&["build"]);

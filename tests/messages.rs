@@ -42,6 +42,30 @@ fn a_malformed_bibliography_is_an_error_at_its_place() {
     }
 }
 
+/// D17, the class: with both `references.bib` and `references.yaml`, one was read and the
+/// other's keys were "unknown citation keys"; two bibliographies are one error naming both.
+#[test]
+fn two_bibliographies_are_an_error_naming_both() {
+    let site = Site::fixture("cite");
+    site.write(
+        "content/references.yaml",
+        "other:\n  type: Article\n  title: T\n",
+    );
+    let run = site.run(&["build"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains(
+            "error: the site has two bibliographies, content/references.bib and \
+             content/references.yaml; only one is read"
+        ),
+        "{}",
+        run.stderr
+    );
+    std::fs::remove_file(site.path("content/references.yaml")).unwrap();
+    let run = site.run(&["build"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+}
+
 /// D10 (with results), D19: a heading that takes the id of a recorded figure is an error; a
 /// chart with values that are not finite numbers is a warning at its block.
 #[test]
@@ -89,6 +113,41 @@ fn a_site_gets_only_its_own_static_files() {
     assert!(
         !site.path("public/figures").exists(),
         "the series' diagrams were copied"
+    );
+}
+
+/// Redteam-3 D1, the class: a name the site itself uses, taken by a static file instead of a
+/// chapter, silently replaced the page (`static/tags/index.html` became the tag index). A static
+/// file at a rendered page's path is an error naming it; built-in assets may still be replaced.
+#[test]
+fn a_static_file_cannot_replace_a_page_the_site_renders() {
+    let site = Site::fixture("basic");
+    std::fs::create_dir_all(site.path("static/tags")).unwrap();
+    site.write("static/style.css", "body { color: red }");
+    site.write("static/robots.txt", "User-agent: *\n");
+    let run = site.run(&["build"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(site.read("public/style.css"), "body { color: red }");
+    assert_eq!(site.read("public/robots.txt"), "User-agent: *\n");
+    let index = site.read("public/index.html");
+    for page in ["tags/index.html", "atom.xml", "print.html"] {
+        site.write(&format!("static/{page}"), "mine");
+    }
+    let run = site.run(&["build"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    for page in ["tags/index.html", "atom.xml", "print.html"] {
+        assert!(
+            run.stderr.contains(&format!(
+                "error: `static/{page}` would replace the page the site writes at `{page}`"
+            )),
+            "{page}: {}",
+            run.stderr
+        );
+    }
+    assert_eq!(
+        site.read("public/index.html"),
+        index,
+        "the old output is kept"
     );
 }
 

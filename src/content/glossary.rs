@@ -135,10 +135,12 @@ impl Glossary {
             entry.places = places;
         }
         glossary.warnings = glossary.forbidden_characters(path, text);
-        let problems = glossary.problems(path, text);
+        let mut problems = glossary.problems(path, text);
         if problems.is_empty() {
             Ok(glossary)
         } else {
+            // Every problem of the file at once: the warnings are not lost with the errors.
+            problems.append(&mut glossary.warnings);
             Err(problems)
         }
     }
@@ -341,12 +343,15 @@ fn reading_runs(source: &str, prose: &[Range<usize>]) -> Vec<Run> {
 /// Whether two pieces of prose separated by `gap` (at `start` of `source`, before `next`) read
 /// as one text: `None` if not, `Some(None)` joined directly, `Some(Some(offset))` joined with
 /// a space (standing at `offset`). Only emphasis marks and at most one soft line break may lie
-/// between them; a hard break (two spaces or a backslash before the newline) separates.
+/// between them, the break followed by the line's container prefix (`> ` in a blockquote, the
+/// indentation of a list item); a hard break (two spaces or a backslash before the newline)
+/// separates.
 fn joining(source: &str, start: usize, gap: &str, next: usize) -> Option<Option<usize>> {
-    let marks_and_space = gap
-        .chars()
-        .all(|c| matches!(c, '*' | '_' | '~') || c == ' ' || c == '\t' || c == '\n');
-    if !marks_and_space || gap.matches('\n').count() > 1 || gap.contains("  \n") {
+    let mark_or_space = |c: char| matches!(c, '*' | '_' | '~' | ' ' | '\t');
+    let (line_end, next_line) = gap.split_once('\n').unwrap_or((gap, ""));
+    let marks_and_space = line_end.chars().all(mark_or_space)
+        && next_line.chars().all(|c| mark_or_space(c) || c == '>');
+    if !marks_and_space || next_line.contains('\n') || gap.contains("  \n") {
         return None;
     }
     if !gap.contains([' ', '\t', '\n']) {
@@ -587,6 +592,19 @@ mod tests {
         assert_eq!(hits("attn 和 attention"), [(0, "attn")]);
         assert_eq!(hits("attnbook"), []);
         assert_eq!(hits("注意力（attn）"), []);
+    }
+
+    /// All of a glossary's problems are listed at once: a control character's warning is
+    /// not dropped because another entry has an error.
+    #[test]
+    fn errors_do_not_hide_the_warnings_of_the_same_file() {
+        let text = "[[term]]\nterm = \"a\"\nenglish = \"a\"\nvariants = [\"b\"]\n\n\
+                    [[term]]\nterm = \"b\"\nenglish = \"b\"\nnote = \"x\\u0001y\"\n";
+        let problems = Glossary::parse(Path::new(PATH), text).unwrap_err();
+        let messages: Vec<&str> = problems.iter().map(|d| d.message.as_str()).collect();
+        assert_eq!(problems.len(), 2, "{messages:?}");
+        assert!(messages[0].contains("both a variant"), "{messages:?}");
+        assert!(messages[1].contains("U+0001"), "{messages:?}");
     }
 
     #[test]

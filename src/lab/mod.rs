@@ -978,8 +978,6 @@ fn run_chapter(
     let duration_ms = started.elapsed().as_millis() as u64;
     let first_line = chapter.doc.experiments.first().map_or(1, |b| b.line);
     let results = read_results(&results_path, RESULTS_CAP).map_err(|message| {
-        // Not read, so of no use: it goes, however large it is.
-        let _ = std::fs::remove_file(&results_path);
         vec![
             Diagnostic::error(message)
                 .at(Location::at_line(&chapter.path, first_line, 1))
@@ -1041,14 +1039,15 @@ fn false_claim(chapter: &Parsed, results: &ChapterResults) -> Option<String> {
     None
 }
 
-/// The results file, unless it is missing, malformed or larger than [`RESULTS_CAP`].
 /// The results file: `None` when missing or malformed (the run's ending says why), an error when
-/// it is larger than `cap` (it is not read at all then).
+/// it is larger than `cap`. Such a file is not read at all, and of no use, so it is removed
+/// however large it is (redteam-3 D21: a 720 MB file stayed in `.attnbook/run/`).
 fn read_results(path: &Path, cap: u64) -> Result<Option<ChapterResults>, String> {
     let Ok(meta) = std::fs::metadata(path) else {
         return Ok(None);
     };
     if meta.len() > cap {
+        let _ = std::fs::remove_file(path);
         return Err(format!(
             "the experiments recorded {} MiB of values, tables and figures; at most {} MiB are read",
             meta.len() >> 20,
@@ -1254,6 +1253,7 @@ mod tests {
         );
         let err = read_results(&path, json.len() as u64 - 1).unwrap_err();
         assert!(err.contains("at most 0 MiB are read"), "{err}");
+        assert!(!path.exists(), "a refused results file is removed");
         std::fs::write(&path, "{ not json").unwrap();
         assert_eq!(read_results(&path, 1 << 20), Ok(None), "malformed");
     }

@@ -137,6 +137,19 @@ pub(super) fn duplicate_elements(
         }
     }
     let mut problems = Vec::new();
+    // The reference list a page with citations ends with (`#bibliography`), and its entries
+    // (`#ref-KEY`), at the first citation of each: taken by headings only, since a key cited
+    // twice is one entry.
+    let mut references: Vec<(String, &str, std::ops::Range<usize>)> = Vec::new();
+    for citation in &doc.citations {
+        for id in std::iter::once("bibliography".to_string())
+            .chain(citation.keys.iter().map(|k| format!("ref-{k}")))
+        {
+            if !references.iter().any(|(known, _, _)| *known == id) {
+                references.push((id, "the reference list cited", citation.span.clone()));
+            }
+        }
+    }
     let mut seen: std::collections::HashMap<&str, (&str, &std::ops::Range<usize>)> =
         std::collections::HashMap::new();
     for (id, what, span) in &claims {
@@ -159,6 +172,9 @@ pub(super) fn duplicate_elements(
         } else {
             seen.insert(id, (what, span));
         }
+    }
+    for (id, what, span) in &references {
+        seen.entry(id).or_insert((what, span));
     }
     for heading in &doc.headings {
         if let Some((what, at)) = seen.get(heading.id.as_str()) {

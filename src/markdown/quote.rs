@@ -139,6 +139,11 @@ static NUMBER: LazyLock<Regex> = LazyLock::new(|| {
 /// `×10⁻³` after a mantissa: the exponent in superscript digits.
 static TIMES_TEN: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^ ?× ?10([⁺⁻]?[⁰¹²³⁴⁵⁶⁷⁸⁹]+)").expect("static regex"));
+/// A power of ten written another way than [`TIMES_TEN`] accepts: `·10⁻³`, `× 10^-3`,
+/// `x10**3`, `*10³`, with any spacing.
+static OTHER_POWER: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^\s*[×xX*·⋅∙]\s*10\s*(?:\^|\*\*|[⁺⁻⁰¹²³⁴⁵⁶⁷⁸⁹])").expect("static regex")
+});
 static NAME: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^(?:[A-Za-z0-9_][A-Za-z0-9_\-]*/)?[A-Za-z0-9_\-]+(?:\.[A-Za-z0-9_\-]+)*$")
         .expect("static regex")
@@ -381,6 +386,42 @@ fn whole_number(
             ));
         }
         return Ok(end + m.end());
+    }
+    // `1,2345`: the pattern took the grouped `1,234` and left a digit.
+    if digit_after(0) {
+        let digits = after.len() - after.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+        return Err(cut(
+            format!("`{number}{}` is not one number", &after[..digits]),
+            "group thousands in threes (`1,234,567`) and write one decimal point",
+        ));
+    }
+    // A power written another way than `×10⁻³` (`·10⁻³`, `×10^-3`, `x 10³`) would leave the
+    // mantissa bound alone, and `--fix` would write the rerun's mantissa before the old power.
+    if let Some(m) = OTHER_POWER.find(after) {
+        let rest = &after[m.end()..];
+        let power = m.end() + rest.len()
+            - rest
+                .trim_start_matches(|c: char| {
+                    c.is_ascii_digit() || superscript(c) || "+-⁺⁻".contains(c)
+                })
+                .len();
+        return Err(cut(
+            format!(
+                "`{}` is not read as one number",
+                &inner[start..end + power].trim_end()
+            ),
+            "write the power as `×10` and superscript digits (`3.1×10⁻³`) or as `3.1e-3`",
+        ));
+    }
+    if after.starts_with(superscript) {
+        let sup = after.len() - after.trim_start_matches(superscript).len();
+        return Err(cut(
+            format!(
+                "`{number}{}`: a superscript after the number is not read as a power",
+                &after[..sup]
+            ),
+            "quote the value itself, or write a power of ten as `1.3×10⁻¹`",
+        ));
     }
     Ok(end)
 }
@@ -734,6 +775,34 @@ mod whole_tokens {
         assert_eq!(span, 5..8);
         assert!(error("[٣]{=a}").0.contains("not an ASCII digit"));
         assert!(error("[1e3×10⁻³]{=a}").0.contains("two exponents"));
+        // Redteam-3 D3, the class: digits left after grouping, other ways to write a power of
+        // ten, and a superscript after the number. Each bound the mantissa alone before, and
+        // `--fix` then wrote `0.0·10⁻³` for 0.0031 and left `1,2345` for 1234.
+        assert_eq!(
+            error("[1,2345]{=a}"),
+            ("`1,2345` is not one number".into(), 1..6)
+        );
+        for power in [
+            "[3.1·10⁻³]{=a}",
+            "[3.1 × 10^-3]{=a}",
+            "[3.1×10^-3]{=a}",
+            "[3.1x10⁻³]{=a}",
+            "[3.1 * 10**3]{=a}",
+        ] {
+            let (message, span) = error(power);
+            let whole = &power[1..power.find(']').unwrap()];
+            assert_eq!(
+                message,
+                format!("`{whole}` is not read as one number"),
+                "{power}"
+            );
+            assert_eq!(span, 1..4, "{power}");
+        }
+        assert!(
+            error("[0.13²]{=a}")
+                .0
+                .contains("`0.13²`: a superscript after the number is not read as a power")
+        );
         // Redteam-3 D15: every rule that reads a number says so too.
         for tolerance in ["±０.０１", "~２%", ">=１０", "0.1..２"] {
             let rule = format!("[0.5]{{=a {tolerance}}}");

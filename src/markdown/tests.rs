@@ -236,6 +236,40 @@ fn elements_with_one_id_are_errors_naming_both_places() {
     assert!(diags.iter().all(|d| !d.is_error()), "{diags:?}");
 }
 
+/// Redteam-3 D10, the class: a page with citations ends with its reference list
+/// (`#bibliography`, one `#ref-KEY` per cited key), so a heading taking one of those ids is an
+/// error naming the first citation; a key cited twice is one entry, not a duplicate.
+#[test]
+fn a_heading_cannot_take_the_reference_lists_ids() {
+    let (_, _, diags) = parsed(
+        "见[@vaswani2017]与[@bahdanau2015; @vaswani2017]。\n\n## Bibliography\n\n\
+         ## ref-bahdanau2015\n\n## ref-other\n",
+    );
+    let messages: Vec<String> = diags
+        .iter()
+        .filter(|d| d.is_error())
+        .map(|d| {
+            format!(
+                "{}: {} / {}",
+                d.location.as_ref().unwrap(),
+                d.message,
+                d.notes.join("; ")
+            )
+        })
+        .collect();
+    assert_eq!(
+        messages,
+        [
+            "content/01-t.md:7:1: duplicate id `bibliography` on the page / the reference list cited at content/01-t.md:5:2 has it too",
+            "content/01-t.md:9:1: duplicate id `ref-bahdanau2015` on the page / the reference list cited at content/01-t.md:5:17 has it too",
+        ],
+        "{messages:#?}"
+    );
+    // Without citations the page has no reference list, and the ids are free.
+    let (_, _, diags) = parsed("## Bibliography\n\n## ref-x\n");
+    assert!(diags.iter().all(|d| !d.is_error()), "{diags:?}");
+}
+
 #[test]
 fn an_explorable_passage_holds_its_quotes_and_claims_and_names_its_block() {
     let body = "```rust,experiment,param=\"tau: 0.5, 1; default 1\"\nlet t = lab.param(\"tau\");\n```\n\n\

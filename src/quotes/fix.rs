@@ -106,7 +106,7 @@ pub fn check_rewrite(
         let edits: Vec<Edit> = moved
             .iter()
             .map(|&i| {
-                let at = heading_line_end(&text, new_doc.headings[i].span.clone());
+                let new_heading = &new_doc.headings[i];
                 let heading = &doc.headings[i];
                 notes.push(format!(
                     "{}: the heading's anchor stays #{}: --fix gave it that id explicitly, as \
@@ -114,10 +114,7 @@ pub fn check_rewrite(
                     old.location(heading.span.clone()),
                     heading.id
                 ));
-                Edit {
-                    span: at..at,
-                    text: format!(" {{#{}}}", heading.id),
-                }
+                id_edit(&text, new_heading, &heading.id)
             })
             .collect();
         text = apply(&text, &edits);
@@ -147,9 +144,17 @@ fn check_blocks(
     new_doc: &Doc,
     outputs: &[(usize, String)],
 ) -> Result<(), Vec<Diagnostic>> {
+    // A heading keeps its level, classes and attributes: only its text (and, when the edits
+    // moved its anchor, its id) may change.
+    let same_headings = doc.headings.len() == new_doc.headings.len()
+        && doc
+            .headings
+            .iter()
+            .zip(&new_doc.headings)
+            .all(|(a, b)| (a.level, &a.classes, &a.attrs) == (b.level, &b.classes, &b.attrs));
     let same_shape = doc.experiments.len() == new_doc.experiments.len()
         && doc.quotes.len() == new_doc.quotes.len()
-        && doc.headings.len() == new_doc.headings.len();
+        && same_headings;
     let mut problems = Vec::new();
     for (exp, new_exp) in doc.experiments.iter().zip(&new_doc.experiments) {
         let Some(pinned) = &exp.pinned else { continue };
@@ -189,13 +194,45 @@ fn check_blocks(
     }
 }
 
-/// Where an attribute block goes on a heading: the end of its first line, before trailing
-/// blanks and the line end.
-fn heading_line_end(text: &str, span: Range<usize>) -> usize {
-    let span = span.start.min(text.len())..span.end.min(text.len());
-    let line = &text[span.clone()];
-    let end = span.start + line.find('\n').unwrap_or(line.len());
-    span.start + text[span.start..end].trim_end().len()
+/// The edit that gives `heading` the explicit id `id`. An attribute block stands at the end of
+/// the heading's text: its only line for an ATX heading (`## Title`), the line before the
+/// underline for a setext one (`Title` / `---`), which may be the second of two. A heading that
+/// has an attribute block already (`{.note data-x=1}`) gets the id inside it, since a second
+/// block would turn the first into text and drop its classes; otherwise a block `{#id}` is
+/// appended, before trailing blanks.
+fn id_edit(text: &str, heading: &crate::markdown::Heading, id: &str) -> Edit {
+    let span = heading.span.start.min(text.len())..heading.span.end.min(text.len());
+    let lines: Vec<(usize, &str)> = text[span.clone()]
+        .trim_end_matches(['\n', '\r'])
+        .split('\n')
+        .scan(span.start, |at, line| {
+            let start = *at;
+            *at += line.len() + 1;
+            Some((start, line.trim_end_matches('\r')))
+        })
+        .collect();
+    let (start, line) = match lines.as_slice() {
+        [only] => *only,
+        [.., text_line, _underline] => *text_line,
+        [] => (span.start, ""),
+    };
+    let trimmed = line.trim_end();
+    let has_block = !(heading.classes.is_empty() && heading.attrs.is_empty());
+    if has_block
+        && trimmed.ends_with('}')
+        && let Some(open) = trimmed.rfind('{')
+    {
+        let at = start + open + 1;
+        return Edit {
+            span: at..at,
+            text: format!("#{id} "),
+        };
+    }
+    let at = start + trimmed.len();
+    Edit {
+        span: at..at,
+        text: format!(" {{#{id}}}"),
+    }
 }
 
 fn moved_anchor(old: &Chapter, doc: &Doc, new_doc: &Doc, i: usize) -> Diagnostic {
@@ -358,6 +395,60 @@ mod tests {
         assert_eq!(good.text, "> a\n> b\n");
         let checked = check_rewrite(&old, &doc, apply(source, &[good]), &outputs).unwrap();
         assert!(checked.text.ends_with("> ```output\n> a\n> b\n> ```\n"));
+    }
+
+    /// Redteam-3 D18, the class: the id `--fix` gives a heading whose anchor moved goes where
+    /// the heading's attribute block stands: into the block it has (a second block would turn
+    /// `{.note}` into text and drop the class), after the second line of a two-line setext
+    /// heading, inside a blockquote. The result reads back with the old ids and classes.
+    #[test]
+    fn a_moved_anchor_is_kept_in_the_headings_own_attribute_block() {
+        let source = "+++\ntitle = \"T\"\nnumber = 1\n+++\n\
+                      ## Classed [0.99]{=a} {.note data-x=1}\n\n\
+                      Alpha [0.99]{=a}\nbeta\n----\n\n\
+                      > Quoted [0.99]{=a}\n> ===\n\n\
+                      ## Closed [0.99]{=a} ##\n\n\
+                      ```rust,experiment\nlab.value(\"a\", 0.13);\n```\n";
+        let (old, doc) = chapter(source);
+        let ids: Vec<&str> = doc.headings.iter().map(|h| h.id.as_str()).collect();
+        assert_eq!(ids.len(), 4, "{ids:?}");
+        let edited = source.replace("[0.99]", "[0.13]");
+        let checked = check_rewrite(&old, &doc, edited, &[]).unwrap();
+        assert!(
+            checked
+                .text
+                .contains("## Classed [0.13]{=a} {#classed-0-99 .note data-x=1}\n"),
+            "{}",
+            checked.text
+        );
+        assert!(
+            checked
+                .text
+                .contains(&format!("Alpha [0.13]{{=a}}\nbeta {{#{}}}\n----\n", ids[1])),
+            "{}",
+            checked.text
+        );
+        assert!(
+            checked
+                .text
+                .contains("> Quoted [0.13]{=a} {#quoted-0-99}\n> ===\n"),
+            "{}",
+            checked.text
+        );
+        assert!(
+            checked
+                .text
+                .contains("## Closed [0.13]{=a} ## {#closed-0-99}\n"),
+            "{}",
+            checked.text
+        );
+        assert_eq!(checked.notes.len(), 4, "{:?}", checked.notes);
+        let (_, again) = chapter(&checked.text);
+        assert_eq!(again.headings[0].classes, ["note"]);
+        assert_eq!(
+            again.headings[0].attrs,
+            [("data-x".to_string(), Some("1".to_string()))]
+        );
     }
 
     #[cfg(unix)]

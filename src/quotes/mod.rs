@@ -894,7 +894,7 @@ pub fn rule_text(tolerance: Tolerance, quoted: &QuotedNumber) -> String {
         Tolerance::Round if quoted.decimals == 1 => "rounding to 1 decimal".to_string(),
         Tolerance::Round => format!("rounding to {} decimals", quoted.decimals),
         Tolerance::Abs(t) => format!("±{}", tol(t)),
-        Tolerance::Rel(p) => format!("~{p}%"),
+        Tolerance::Rel(p) => format!("~{}%", tol(p)),
         Tolerance::AtLeast(b) => format!(">={}", tol(b)),
         Tolerance::AtMost(b) => format!("<={}", tol(b)),
         Tolerance::Band(lo, hi) => format!("in {}..{}", tol(lo), tol(hi)),
@@ -910,7 +910,7 @@ pub fn page_rule_text(tolerance: Tolerance, quoted: &QuotedNumber) -> String {
         Tolerance::Round if quoted.decimals == 0 => get("rule_round_integer"),
         Tolerance::Round => fill("rule_round", &[("n", &quoted.decimals)]),
         Tolerance::Abs(t) => fill("rule_abs", &[("t", &tol(t))]),
-        Tolerance::Rel(p) => fill("rule_rel", &[("p", &p)]),
+        Tolerance::Rel(p) => fill("rule_rel", &[("p", &tol(p))]),
         Tolerance::AtLeast(b) => fill("rule_at_least", &[("b", &tol(b))]),
         Tolerance::AtMost(b) => fill("rule_at_most", &[("b", &tol(b))]),
         Tolerance::Band(lo, hi) => fill("rule_band", &[("lo", &tol(lo)), ("hi", &tol(hi))]),
@@ -1204,6 +1204,8 @@ mod tests {
             rule_text(one.tolerance, &one.number),
             "rounding to 1 decimal"
         );
+        let tiny = q("[0.5]{=a ~1e-300%}");
+        assert_eq!(rule_text(tiny.tolerance, &tiny.number), "~1e-300%");
         let two = q("[0.12]{=a}");
         assert_eq!(
             rule_text(two.tolerance, &two.number),
@@ -1220,6 +1222,11 @@ mod tests {
             ("[40]{=a >=10}", "不小于 10"),
             ("[0.1]{=a <=0.2}", "不大于 0.2"),
             ("[2.1]{=a 1.7..2.4}", "在 1.7 到 2.4 之间（含两端）"),
+            // Redteam-3 D22: extreme tolerances read as written, not as 300 digits, whether
+            // absolute or relative.
+            ("[0.5]{=a ±1e301}", "误差不超过 ±1e301"),
+            ("[0.5]{=a ~1e-300%}", "相对误差不超过 1e-300%"),
+            ("[0.5]{=a ~2e20%}", "相对误差不超过 2e20%"),
         ] {
             let quote = q(text);
             assert_eq!(

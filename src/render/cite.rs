@@ -55,13 +55,25 @@ const CANDIDATES: [&str; 3] = [
 
 /// Loads the bibliography, if the site has one.
 pub fn load(root: &Path) -> Result<Option<Bibliography>, Vec<Diagnostic>> {
-    let Some(rel) = CANDIDATES
+    let present: Vec<&Path> = CANDIDATES
         .iter()
         .map(Path::new)
-        .find(|p| root.join(p).is_file())
-    else {
+        .filter(|p| root.join(p).is_file())
+        .collect();
+    let Some(&rel) = present.first() else {
         return Ok(None);
     };
+    // Only one is read: the keys of the other would be unknown without a word.
+    if let [first, second, ..] = present[..] {
+        return Err(vec![
+            Diagnostic::error(format!(
+                "the site has two bibliographies, {} and {}; only one is read",
+                first.display(),
+                second.display()
+            ))
+            .with_help("merge them into one file"),
+        ]);
+    }
     let text = std::fs::read_to_string(root.join(rel)).map_err(|e| {
         vec![Diagnostic::error(format!(
             "cannot read {}: {e}",

@@ -237,10 +237,13 @@ fn check_page<C: AsRef<Ran>>(
         };
         if let Some(anchor) = anchor.filter(|a| !a.is_empty() && !ids.iter().any(|id| id == a)) {
             let hint = did_you_mean(&closest(anchor, ids.iter().map(String::as_str)));
-            let d = Diagnostic::error(format!(
-                "broken link: no anchor `#{anchor}` in chapter `{slug}`"
-            ))
-            .at(at);
+            // The intro's page has no slug: it is the index page.
+            let page = if slug.is_empty() {
+                "on the index page".to_string()
+            } else {
+                format!("in chapter `{slug}`")
+            };
+            let d = Diagnostic::error(format!("broken link: no anchor `#{anchor}` {page}")).at(at);
             problems.push(d.with_help(hint.unwrap_or_else(|| {
                 "anchors are heading ids, `fig-NAME`, `tab-NAME`, `experiment-N` and code lines `LN`"
                     .into()

@@ -126,13 +126,25 @@ pub(super) fn render_site(
             render::highlight::stylesheet().into_bytes().into(),
         ));
     }
-    static_files(&series.root, &mut files).map_err(|e| vec![e])?;
+    static_files(&series.root, &mut files)?;
     timings.lap("static files");
     Ok(files)
 }
 
-/// Embedded defaults first, then the site's `static/` on top.
-fn static_files(root: &Path, files: &mut Files) -> Result<(), Diagnostic> {
+/// Files the site writes that its `static/` may replace, like the built-in stylesheets and
+/// scripts: they have no template to override instead.
+const REPLACEABLE: [&str; 2] = ["robots.txt", "highlight.css"];
+
+/// Embedded defaults first, then the site's `static/` on top. A static file may replace a
+/// built-in asset, never a page the site renders (`index.html`, a tag page, the feed: silently
+/// replaced, the page would be lost); that is an error naming the file.
+fn static_files(root: &Path, files: &mut Files) -> Result<(), Vec<Diagnostic>> {
+    let rendered: std::collections::HashSet<PathBuf> = files
+        .iter()
+        .map(|(p, _)| p.clone())
+        .filter(|p| !REPLACEABLE.iter().any(|r| p == Path::new(r)))
+        .collect();
+    let mut clashes = Vec::new();
     let mut add = |rel: PathBuf, bytes: Vec<u8>| {
         files.retain(|(p, _)| *p != rel);
         files.push((rel, bytes.into()));
@@ -162,14 +174,35 @@ fn static_files(root: &Path, files: &mut Files) -> Result<(), Diagnostic> {
                     .strip_prefix(&dir)
                     .unwrap_or(entry.path())
                     .to_path_buf();
+                if rendered.contains(&rel) {
+                    clashes.push(
+                        Diagnostic::error(format!(
+                            "`static/{}` would replace the page the site writes at `{}`",
+                            rel.display(),
+                            rel.display()
+                        ))
+                        .with_help(
+                            "rename or move the file; to change a page the site renders, \
+                             override its template in templates/",
+                        ),
+                    );
+                    continue;
+                }
                 let bytes = std::fs::read(entry.path()).map_err(|e| {
-                    Diagnostic::error(format!("cannot read {}: {e}", entry.path().display()))
+                    vec![Diagnostic::error(format!(
+                        "cannot read {}: {e}",
+                        entry.path().display()
+                    ))]
                 })?;
                 add(rel, bytes);
             }
         }
     }
-    Ok(())
+    if clashes.is_empty() {
+        Ok(())
+    } else {
+        Err(clashes)
+    }
 }
 
 /// Stage 6: writes into a staging directory next to `out`, then swaps it in.

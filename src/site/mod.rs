@@ -438,7 +438,8 @@ fn not_finite_figures(chapter: &Bound) -> Vec<Diagnostic> {
 }
 
 fn check_glossary_placements(series: &Series<Bound>, diagnostics: &mut Diagnostics) {
-    if series.glossary.is_some() {
+    if let Some(glossary) = &series.glossary {
+        diagnostics.extend(headings_on_glossary_rows(series, glossary));
         return;
     }
     for chapter in &series.chapters {
@@ -455,6 +456,39 @@ fn check_glossary_placements(series: &Series<Bound>, diagnostics: &mut Diagnosti
             }
         }
     }
+}
+
+/// A heading whose id is that of a glossary row (`## term-heatmap`) on a page that places the
+/// glossary: two elements with one id (redteam-3 D10), an error at the heading naming the
+/// term's line.
+fn headings_on_glossary_rows(
+    series: &Series<Bound>,
+    glossary: &crate::content::glossary::Glossary,
+) -> Vec<Diagnostic> {
+    let mut problems = Vec::new();
+    for chapter in &series.chapters {
+        let Some(placed) = chapter.doc.pieces.iter().find_map(|p| match p {
+            Piece::Glossary { span } => Some(span),
+            _ => None,
+        }) else {
+            continue;
+        };
+        for heading in &chapter.doc.headings {
+            if let Some(term) = glossary.terms.iter().find(|t| t.id() == heading.id) {
+                problems.push(
+                    Diagnostic::error(format!("duplicate id `{}` on the page", heading.id))
+                        .at(chapter.location(heading.span.clone()))
+                        .with_note(format!(
+                            "the glossary placed at {} has it too, on the row of `{}`",
+                            chapter.location(placed.clone()),
+                            term.term
+                        ))
+                        .with_help("give the heading another id: `{#another-id}`"),
+                );
+            }
+        }
+    }
+    problems
 }
 
 /// The glossary's tables, rendered once when some page places them; a notation symbol KaTeX
