@@ -509,6 +509,8 @@ function attnbookMsg(key, values) {
     var fresh = [];
     for (var i = 0; i < boxes.length; i++) {
       if (boxes[i].attnbookQueued || (focusableInside(boxes[i]) && !boxes[i].classList.contains("table-wrap"))) continue;
+      // Display math in div.math-display: the div scrolls, the formula inside does not.
+      if (boxes[i].classList.contains("katex-display") && boxes[i].parentElement && boxes[i].parentElement.classList.contains("math-display")) continue;
       boxes[i].attnbookQueued = true;
       fresh.push(boxes[i]);
     }

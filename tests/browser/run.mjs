@@ -254,10 +254,11 @@ async function goto(page, url, expectStatus = 200) {
 
 /** attnbook.js measures the scrolling boxes for their tab stops in idle time (off-screen ones
  *  are laid out lazily; html[data-boxes] is "measuring" meanwhile): the page is ready for the
- *  keyboard, and for axe, when it is done. */
+ *  keyboard, and for axe, when it is done. The print page has thousands of boxes: under load
+ *  it takes a minute. */
 async function boxesMeasured(page) {
   await page
-    .waitForFunction(() => document.documentElement.getAttribute("data-boxes") !== "measuring", null, { timeout: 15000 })
+    .waitForFunction(() => document.documentElement.getAttribute("data-boxes") !== "measuring", null, { timeout: 120000 })
     .catch(() => {});
 }
 
