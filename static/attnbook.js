@@ -4,7 +4,7 @@
  * Inline this in <head>, before the stylesheet, so a stored choice applies before the first paint
  * (no flash of the wrong theme):
  *
- *   <script>try{var t=localStorage.getItem("attnbook-theme");if(t==="light"||t==="dark")document.documentElement.setAttribute("data-theme",t)}catch(e){}</script>
+ *   <script>document.documentElement.classList.add("js");try{var t=localStorage.getItem("attnbook-theme");if(t==="light"||t==="dark")document.documentElement.setAttribute("data-theme",t)}catch(e){}</script>
  *
  * Then load this file at the end of <body> (or with `defer`).
  *
@@ -413,36 +413,47 @@ function attnbookMsg(key, values) {
  * Scrollable boxes reachable from the keyboard: a code block, an output, a wide table or
  * formula that scrolls sideways gets tabindex="0" (WCAG 2.1.1; axe's scrollable-region-focusable),
  * so arrow keys can scroll it; a wide table also gets p.scroll-hint above it, and a shadow at
- * the edge it continues past (style.css). Only boxes that do scroll get it, re-measured when the window
- * changes size: a tab stop on every block would make the keyboard walk through the whole page.
+ * the edge it continues past (style.css). Only boxes that do scroll get it, re-measured when the
+ * window changes size: a tab stop on every block would make the keyboard walk through the whole page.
+ *
+ * style.css lays out off-screen boxes lazily (content-visibility: auto), so measuring one lays it
+ * out: the boxes are measured in idle time, a few milliseconds at a time, all reads of a slice
+ * before its writes, so that loading the page runs no long task for it; a box the browser lays
+ * out as it comes near the screen is measured first. When every box is measured, <html> has
+ * data-boxes="measured" ("measuring" before).
  */
 (function () {
   "use strict";
 
   var BOXES = "pre, .table-wrap, .math-display, .katex-display, .figure-svg";
+  var SLICE_MS = 4;
+  var root = document.documentElement;
+  var queue = [];
+  var scheduled = false;
 
-  // style.css lays out off-screen code and display math lazily (content-visibility: auto): such
-  // a box measures as not scrolling until it is near the screen, so each one is measured again
-  // when its content is laid out, and the boxes inside one are measured only then (measuring
-  // them earlier would lay out the whole page at once).
-  var LAZY = "pre, .math-display";
-  // Decided by init(), once the style applies.
-  var lazy = false;
+  var idle = window.requestIdleCallback
+    ? function (f) { window.requestIdleCallback(f, { timeout: 1000 }); }
+    : function (f) { setTimeout(f, 16); };
+  var now = window.performance && performance.now ? function () { return performance.now(); } : Date.now;
 
-  function mark() {
-    var boxes = document.querySelectorAll(BOXES);
-    for (var i = 0; i < boxes.length; i++) {
-      var parent = boxes[i].parentElement;
-      if (lazy && parent && parent.closest(LAZY)) continue;
-      markBox(boxes[i]);
-    }
+  // The boxes style.css lays out lazily themselves: skipped, such a box has its placeholder's
+  // size and no overflow, so it is measured laid out (for that moment only).
+  var LAZY = "pre, div.math-display, .table-wrap";
+
+  // Whether the box scrolls sideways (their height follows their content: style.css).
+  function measure(box) {
+    var lazy = box.matches(LAZY);
+    var before = lazy ? box.style.contentVisibility : "";
+    if (lazy) box.style.contentVisibility = "visible";
+    var x = box.scrollWidth > box.clientWidth + 1;
+    if (lazy) box.style.contentVisibility = before;
+    return { x: x };
   }
 
-  function markBox(box) {
-    var scrolls = box.scrollWidth > box.clientWidth + 1 || box.scrollHeight > box.clientHeight + 1;
-    if (box.classList.contains("table-wrap")) hint(box, box.scrollWidth > box.clientWidth + 1);
-    // A box with something focusable inside (a chart's keyboard marks) scrolls to its focus.
-    if (!box.hasAttribute("data-scroll-focus") && box.querySelector("[tabindex], a[href], button")) return;
+  function apply(box, m) {
+    var scrolls = m.x;
+    if (box.classList.contains("table-wrap")) hint(box, m.x);
+    if (focusableInside(box)) return;
     if (scrolls && !box.hasAttribute("tabindex")) {
       box.setAttribute("tabindex", "0");
       box.setAttribute("data-scroll-focus", "");
@@ -467,37 +478,159 @@ function attnbookMsg(key, values) {
     }
   }
 
+  function work() {
+    scheduled = false;
+    var start = now();
+    var measured = [];
+    while (queue.length && now() - start < SLICE_MS) {
+      var box = queue.shift();
+      box.attnbookQueued = false;
+      if (box.isConnected !== false && document.documentElement.contains(box)) measured.push([box, measure(box)]);
+    }
+    for (var i = 0; i < measured.length; i++) apply(measured[i][0], measured[i][1]);
+    if (queue.length) schedule();
+    else root.setAttribute("data-boxes", "measured");
+  }
+
+  function schedule() {
+    if (scheduled) return;
+    scheduled = true;
+    idle(work);
+  }
+
+  // A box with something focusable inside (a code block's copy button, a chart's keyboard
+  // marks) scrolls to its focus: it needs no tab stop of its own, nor measuring.
+  function focusableInside(box) {
+    return !box.hasAttribute("data-scroll-focus") && !!box.querySelector("[tabindex], a[href], button");
+  }
+
+  // Queues boxes for measuring (first = ahead of the others).
+  function enqueue(boxes, first) {
+    var fresh = [];
+    for (var i = 0; i < boxes.length; i++) {
+      if (boxes[i].attnbookQueued || (focusableInside(boxes[i]) && !boxes[i].classList.contains("table-wrap"))) continue;
+      // Display math in div.math-display: the div scrolls, the formula inside does not.
+      if (boxes[i].classList.contains("katex-display") && boxes[i].parentElement && boxes[i].parentElement.classList.contains("math-display")) continue;
+      boxes[i].attnbookQueued = true;
+      fresh.push(boxes[i]);
+    }
+    if (!fresh.length) return;
+    queue = first ? fresh.concat(queue) : queue.concat(fresh);
+    root.setAttribute("data-boxes", "measuring");
+    schedule();
+  }
+
+  function all() {
+    enqueue(document.querySelectorAll(BOXES), false);
+  }
+
+  // The box and the boxes inside it.
+  function within(el) {
+    var list = Array.prototype.slice.call(el.querySelectorAll(BOXES));
+    if (el.matches && el.matches(BOXES)) list.unshift(el);
+    return list;
+  }
+
   var pending = null;
   function later() {
     if (pending) clearTimeout(pending);
-    pending = setTimeout(mark, 150);
+    pending = setTimeout(all, 150);
   }
 
   function init() {
-    if (typeof window.ContentVisibilityAutoStateChangeEvent === "function") {
-      var lazyBox = document.querySelectorAll(LAZY)[0];
-      lazy = !!lazyBox && getComputedStyle(lazyBox).contentVisibility === "auto";
-    }
-    mark();
+    all();
     window.addEventListener("resize", later);
-    if (lazy) {
-      document.addEventListener(
-        "contentvisibilityautostatechange",
-        function (e) {
-          if (e.skipped || !e.target.matches || !e.target.matches(LAZY)) return;
-          markBox(e.target);
-          var inner = e.target.querySelectorAll(BOXES);
-          for (var i = 0; i < inner.length; i++) markBox(inner[i]);
-        },
-        true,
-      );
-    }
+    // A box the browser lays out as it nears the screen: measured now, with what it has.
+    document.addEventListener(
+      "contentvisibilityautostatechange",
+      function (e) {
+        if (!e.skipped && e.target.querySelectorAll) enqueue(within(e.target), true);
+      },
+      true,
+    );
+    // An explorable passage's slider swaps the content of its view (handled before this).
+    document.addEventListener("input", function (e) {
+      var view = e.target.closest && e.target.closest("div.explore");
+      if (view) enqueue(within(view), true);
+    });
     // Fonts change widths: KaTeX's arrive after DOMContentLoaded.
-    if (document.fonts && document.fonts.ready) document.fonts.ready.then(mark);
+    if (document.fonts && document.fonts.ready) document.fonts.ready.then(all);
   }
 
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
   else init();
+})();
+
+/*
+ * A jump to a heading (a table-of-contents link, a #hash in the address): style.css lays out
+ * off-screen boxes lazily with a placeholder height, and boxes laid out on the way as a smooth
+ * scroll passes them change the heading's place. When the scroll has ended, the heading is put
+ * where the jump meant it to be (its scroll-margin below the top), at most a few times, unless
+ * the reader has scrolled meanwhile.
+ */
+(function () {
+  "use strict";
+
+  var jump = null; // { el, tries, until }
+
+  function target() {
+    var id = "";
+    try {
+      id = decodeURIComponent(window.location.hash.slice(1));
+    } catch (e) {
+      return null;
+    }
+    var el = id && document.getElementById(id);
+    return el && !el.classList.contains("code-line") ? el : null; // code lines: see "Provenance"
+  }
+
+  function start() {
+    var el = target();
+    jump = el ? { el: el, tries: 0, until: Date.now() + 4000 } : null;
+    if (jump && !("onscrollend" in window)) setTimeout(check, 800);
+  }
+
+  function check() {
+    if (!jump || Date.now() > jump.until) {
+      jump = null;
+      return;
+    }
+    var el = jump.el;
+    var margin = parseFloat(getComputedStyle(el).scrollMarginTop) || 0;
+    var top = el.getBoundingClientRect().top;
+    var scroller = document.scrollingElement || document.documentElement;
+    var atEnd = window.scrollY + window.innerHeight >= scroller.scrollHeight - 2;
+    if (Math.abs(top - margin) <= 2 || (atEnd && top > margin) || jump.tries >= 4) {
+      jump = null;
+      return;
+    }
+    jump.tries++;
+    el.scrollIntoView({ block: "start", behavior: "instant" });
+    if (!("onscrollend" in window)) setTimeout(check, 100);
+  }
+
+  function cancel() {
+    jump = null;
+  }
+
+  window.addEventListener("hashchange", start);
+  document.addEventListener("click", function (event) {
+    // Following a link to the hash already in the address scrolls without a hashchange.
+    var link = event.target.closest && event.target.closest("a[href^='#']");
+    if (link && !event.defaultPrevented && link.getAttribute("href") === window.location.hash) setTimeout(start, 0);
+  });
+  window.addEventListener("scrollend", function () {
+    if (jump) check();
+  });
+  ["wheel", "touchstart", "keydown", "pointerdown"].forEach(function (type) {
+    window.addEventListener(type, cancel, { passive: true, capture: true });
+  });
+  if (window.location.hash) {
+    window.addEventListener("load", function () {
+      start();
+      if (jump && window.scrollY > 0) check();
+    });
+  }
 })();
 
 /*

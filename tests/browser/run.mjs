@@ -248,7 +248,18 @@ async function goto(page, url, expectStatus = 200) {
   assert(resp, `no response for ${url}`);
   assert(resp.status() === expectStatus, `${url}: HTTP ${resp.status()}, expected ${expectStatus}`);
   await page.evaluate(() => document.fonts.ready.then(() => undefined));
+  await boxesMeasured(page);
   return resp;
+}
+
+/** attnbook.js measures the scrolling boxes for their tab stops in idle time (off-screen ones
+ *  are laid out lazily; html[data-boxes] is "measuring" meanwhile): the page is ready for the
+ *  keyboard, and for axe, when it is done. The print page has thousands of boxes: under load
+ *  it takes a minute. */
+async function boxesMeasured(page) {
+  await page
+    .waitForFunction(() => document.documentElement.getAttribute("data-boxes") !== "measuring", null, { timeout: 120000 })
+    .catch(() => {});
 }
 
 /** Waits until fn() returns the same JSON twice in a row (e.g. after a smooth scroll). */
@@ -441,6 +452,7 @@ async function axeViolations(page, options) {
     assert(fs.existsSync(file), `${file} not found: run npm ci in tests/browser (run.sh does)`);
     axeSource = await fsp.readFile(file, "utf8");
   }
+  await boxesMeasured(page);
   await page.evaluate(axeSource);
   return page.evaluate((opts) => window.axe.run(document, opts).then((r) => r.violations), options);
 }
