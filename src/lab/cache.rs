@@ -182,7 +182,7 @@ type Remembered = std::collections::HashMap<PathBuf, (String, std::sync::Arc<Ent
 
 static LOADED: std::sync::Mutex<Option<Remembered>> = std::sync::Mutex::new(None);
 
-/// From now on, [`load`] keeps every entry it parses, by file and the hash of its bytes, and
+/// From now on, `load` keeps every entry it parses, by file and the hash of its bytes, and
 /// parses a file again only when its bytes changed: for `serve`, whose rebuilds all run in one
 /// process (parsing every chapter's results was 7 % of the instructions of a rebuild after a
 /// prose edit). The file is still read and hashed every time, so what is returned is what the
