@@ -10,7 +10,7 @@
 /// reader would take for them. Every other top-level output file has a `.` in its name
 /// (`index.html`, `print.html`, `atom.xml`, `404.html`, `search-index.json`, ...), which no
 /// slug can have. `site` keeps a test that every name it writes is covered.
-pub const RESERVED: [&str; 7] = [
+pub const RESERVED: [&str; 8] = [
     "tags",
     "categories",
     "verification",
@@ -19,6 +19,7 @@ pub const RESERVED: [&str; 7] = [
     // Directories of the built-in `static/`.
     "figures",
     "katex",
+    "vendor",
 ];
 
 /// What the rule asks, for help texts.
@@ -96,6 +97,7 @@ mod tests {
             ("404", "writes itself"),
             ("figures", "writes itself"),
             ("katex", "writes itself"),
+            ("vendor", "writes itself"),
         ];
         for (slug, expected) in cases {
             let message = problem(slug).unwrap_or_else(|| panic!("{slug:?} was accepted"));
