@@ -126,14 +126,7 @@ impl MathRenderer {
         for (key, result) in fresh {
             cache.insert(key, result);
         }
-        keys.iter()
-            .map(|key| match cache.get(key) {
-                Some(Ok(html)) => Ok(html.clone()),
-                Some(Err(message)) => Err(MathError::from_katex(message)),
-                // Every missing formula was rendered just above.
-                None => Err(MathError::from_katex("the formula was not rendered")),
-            })
-            .collect()
+        rendered(&keys, cache)
     }
 
     /// [`MathRenderer::render_all`] through a cache shared by threads: the lock is held only to
@@ -172,13 +165,7 @@ impl MathRenderer {
         for (key, result) in fresh {
             cache.insert(key, result);
         }
-        keys.iter()
-            .map(|key| match cache.get(key) {
-                Some(Ok(html)) => Ok(html.clone()),
-                Some(Err(message)) => Err(MathError::from_katex(message)),
-                None => Err(MathError::from_katex("the formula was not rendered")),
-            })
-            .collect()
+        rendered(&keys, &mut cache)
     }
 
     /// Marks `formulas` used in `cache` (without rendering any), so that saving keeps them.
@@ -351,4 +338,16 @@ mod tests {
         let other = MathRenderer::new(&macros);
         assert_ne!(other.key("x^2", false), r.key("x^2", false));
     }
+}
+
+/// The cached results for `keys`, in order: every missing formula was rendered and inserted
+/// just before this is called.
+fn rendered(keys: &[String], cache: &mut MathCache) -> Vec<Result<String, MathError>> {
+    keys.iter()
+        .map(|key| match cache.get(key) {
+            Some(Ok(html)) => Ok(html.clone()),
+            Some(Err(message)) => Err(MathError::from_katex(message)),
+            None => Err(MathError::from_katex("the formula was not rendered")),
+        })
+        .collect()
 }
