@@ -247,6 +247,18 @@ fn unicode_escape(chars: &mut std::str::Chars<'_>) -> char {
     }
 }
 
+/// The cached results for `keys`, in order: every missing formula was rendered and inserted
+/// just before this is called.
+fn rendered(keys: &[String], cache: &mut MathCache) -> Vec<Result<String, MathError>> {
+    keys.iter()
+        .map(|key| match cache.get(key) {
+            Some(Ok(html)) => Ok(html.clone()),
+            Some(Err(message)) => Err(MathError::from_katex(message)),
+            None => Err(MathError::from_katex("the formula was not rendered")),
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -338,16 +350,4 @@ mod tests {
         let other = MathRenderer::new(&macros);
         assert_ne!(other.key("x^2", false), r.key("x^2", false));
     }
-}
-
-/// The cached results for `keys`, in order: every missing formula was rendered and inserted
-/// just before this is called.
-fn rendered(keys: &[String], cache: &mut MathCache) -> Vec<Result<String, MathError>> {
-    keys.iter()
-        .map(|key| match cache.get(key) {
-            Some(Ok(html)) => Ok(html.clone()),
-            Some(Err(message)) => Err(MathError::from_katex(message)),
-            None => Err(MathError::from_katex("the formula was not rendered")),
-        })
-        .collect()
 }
