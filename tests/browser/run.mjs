@@ -274,6 +274,17 @@ async function settle(page, fn, arg, { interval = 100, timeout = 5000 } = {}) {
   }
 }
 
+/** Scrolls the element into view and waits until it stands still. After a jump deep into a page
+ *  the browser lays out the lazy boxes near the screen (style.css: content-visibility: auto),
+ *  and their real heights move what is below them for a moment: a pointer aimed at once lands
+ *  on something else (a reader aims where the link stands). */
+async function scrollToStill(page, locator) {
+  await locator.scrollIntoViewIfNeeded();
+  const handle = await locator.elementHandle();
+  await settle(page, (el) => Math.round(el.getBoundingClientRect().top), handle, { interval: 250 });
+  await locator.scrollIntoViewIfNeeded();
+}
+
 async function pollUntil(fn, timeout = 5000, interval = 100) {
   const end = Date.now() + timeout;
   for (;;) {
@@ -1302,7 +1313,7 @@ async function main() {
             continue;
           }
           found++;
-          await link.scrollIntoViewIfNeeded();
+          await scrollToStill(page, link);
           await link.hover();
           const hovered = await pollUntil(tipState, 3000);
           if (!hovered) bad.push(`hovering a ${kind} shows no preview`);
@@ -1333,7 +1344,7 @@ async function main() {
         const page = await ctx.newPage();
         await goto(page, pageUrl(previewSlug));
         const link = page.locator("article a.xref[href^='#fig-'], article a.xref[href^='#eq-']").first();
-        await link.scrollIntoViewIfNeeded();
+        await scrollToStill(page, link);
         const href = await link.getAttribute("href");
         await link.tap();
         const tip = page.locator(".preview-tip");
