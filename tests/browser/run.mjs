@@ -354,6 +354,9 @@ async function followQuote(page, index, { tap = false } = {}) {
   const quote = page.locator("article a.quote[href^='#L']").nth(index);
   const href = await quote.getAttribute("href");
   const hashBefore = await page.evaluate(() => location.hash);
+  // Deep in a page the lazy boxes above a quote are still being laid out when it first
+  // scrolls into view: aim once it stands still, as a reader does.
+  await scrollToStill(page, quote);
   if (tap) {
     await quote.tap();
     const tip = page.locator(".quote-tip");
