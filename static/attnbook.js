@@ -340,8 +340,41 @@ function attnbookMsg(key, values) {
     current = line;
     line.classList.add("is-target");
     line.scrollIntoView({ block: "center" });
+    keepInView(line);
     return true;
   }
+
+  // style.css lays out off-screen boxes lazily with a placeholder height: the boxes laid out
+  // as the scroll passes them, and the code just revealed, move the line after the browser
+  // scrolled to it (ch. 10: 3,500 px below the screen). For two seconds, until the reader
+  // scrolls or types, a line that is no longer on the screen is brought back to its middle.
+  var watch = null;
+
+  function keepInView(line) {
+    if (watch) clearInterval(watch.timer);
+    watch = { line: line, until: Date.now() + 2000, timer: setInterval(recheck, 150) };
+  }
+
+  function recheck() {
+    if (!watch) return;
+    if (Date.now() > watch.until) {
+      stopWatching();
+      return;
+    }
+    var box = watch.line.getBoundingClientRect();
+    if (box.top < 0 || box.bottom > window.innerHeight) {
+      watch.line.scrollIntoView({ block: "center", behavior: "instant" });
+    }
+  }
+
+  function stopWatching() {
+    if (watch) clearInterval(watch.timer);
+    watch = null;
+  }
+
+  ["wheel", "touchstart", "keydown"].forEach(function (type) {
+    window.addEventListener(type, stopWatching, { passive: true, capture: true });
+  });
 
   var tip = null;
 
