@@ -642,7 +642,7 @@ fn write_experiment_crate(
             crate_dir.display()
         ))]
     };
-    write_crate(&crate_dir, &krate.files).map_err(io_error)?;
+    write_crate(&crate_dir, &paths.package, &krate.files).map_err(io_error)?;
     let site_lock = (!lab.dependencies.is_empty())
         .then(|| std::fs::read_to_string(site.join(inputs::SITE_LOCK)).ok())
         .flatten()
@@ -689,6 +689,20 @@ fn build(
         .collect();
     let message = format!("compiling experiments of {} chapter(s)", stale.len());
     let spinner = spinner(plan.progress, message.clone());
+    // Many stale chapters (a cold build, `--rerun`, `verify`) compile as one binary; if it
+    // does not compile (a chapter's error, or two chapters whose items clash), each chapter
+    // compiles on its own as below, so an error still stops only its chapter.
+    let series = (bins.len() >= SERIES_FROM).then(|| {
+        let pairs: Vec<(&str, &str)> = stale
+            .iter()
+            .filter_map(|s| bin_of.get_key_value(s).map(|(slug, bin)| (*slug, *bin)))
+            .collect();
+        (
+            generate::series_bin_name(&paths.package),
+            generate::series_binary(&pairs),
+            pairs,
+        )
+    });
     let built = std::thread::scope(|scope| {
         let (stop, stopped) = std::sync::mpsc::channel::<()>();
         if !plan.progress {
@@ -702,7 +716,24 @@ fn build(
                 }
             });
         }
-        let built = compile::build(&crate_dir, &paths.target, &bins, &krate.map);
+        let together = series.as_ref().and_then(|(name, text, pairs)| {
+            let file = crate_dir.join("src/bin").join(format!("{name}.rs"));
+            write_if_changed(&file, text).ok()?;
+            let built = compile::build(&crate_dir, &paths.target, &[name], &krate.map).ok()?;
+            let executable = built.executables.get(name)?.clone();
+            built.errors.is_empty().then(|| compile::Built {
+                executables: pairs
+                    .iter()
+                    .map(|(_, bin)| (bin.to_string(), executable.clone()))
+                    .collect(),
+                errors: Vec::new(),
+                warnings: built.warnings,
+            })
+        });
+        let built = match together {
+            Some(built) => Ok(built),
+            None => compile::build(&crate_dir, &paths.target, &bins, &krate.map),
+        };
         drop(stop);
         built
     });
@@ -729,24 +760,43 @@ fn build(
     })
 }
 
+/// Stale chapters from which [`build`] compiles them as one binary. Measured on the series
+/// (docs/performance.md, "Cold build"): its 11 chapters took 92 CPU-seconds as 11 binaries and
+/// 51 as one, so a chapter's own binary costs about 8 and each chapter added to the shared one
+/// about 3 after a fixed 20 or so; from four chapters on, one binary is cheaper. Below that,
+/// each chapter keeps its own binary and cargo's incremental state for it, which is what an
+/// edit of one block recompiles.
+const SERIES_FROM: usize = 4;
+
 /// Writes files whose contents changed (unchanged files keep their mtime, so cargo skips them)
-/// and removes every other file under `src/` (chapters gone, an older layout).
-fn write_crate(dir: &Path, files: &[(PathBuf, String)]) -> std::io::Result<()> {
+/// and removes every other file under `src/` (chapters gone, an older layout) except the
+/// binary of several chapters, which [`build`] writes when it needs it.
+fn write_crate(dir: &Path, package: &str, files: &[(PathBuf, String)]) -> std::io::Result<()> {
     let src = dir.join("src");
     std::fs::create_dir_all(src.join("bin"))?;
+    let series = src
+        .join("bin")
+        .join(format!("{}.rs", generate::series_bin_name(package)));
     for entry in walkdir::WalkDir::new(&src) {
         let entry = entry.map_err(std::io::Error::other)?;
         if entry.file_type().is_file()
+            && entry.path() != series
             && !files.iter().any(|(rel, _)| dir.join(rel) == entry.path())
         {
             std::fs::remove_file(entry.path())?;
         }
     }
     for (rel, text) in files {
-        let path = dir.join(rel);
-        if std::fs::read_to_string(&path).ok().as_deref() != Some(text.as_str()) {
-            std::fs::write(&path, text)?;
-        }
+        write_if_changed(&dir.join(rel), text)?;
+    }
+    Ok(())
+}
+
+/// Writes `text` to `path` unless the file holds it already (its mtime then stays, and cargo
+/// does not compile it again).
+fn write_if_changed(path: &Path, text: &str) -> std::io::Result<()> {
+    if std::fs::read_to_string(path).ok().as_deref() != Some(text) {
+        std::fs::write(path, text)?;
     }
     Ok(())
 }
