@@ -13,6 +13,17 @@ fn build(site: &Site) -> Run {
     site.run_within(&["build"], Duration::from_secs(600))
 }
 
+/// Builds `site`, which must succeed with `summary` (e.g. "4 run, 0 cached") in its report.
+fn build_ok(site: &Site, summary: &str) {
+    let run = build(site);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout.contains(&format!("experiments: {summary}")),
+        "{}",
+        run.stdout
+    );
+}
+
 /// A chapter whose block prints the name of the binary it runs in and records a value drawn
 /// from the chapter's seed; `extra` is more code for the block.
 fn chapter(number: usize, extra: &str) -> String {
@@ -65,13 +76,7 @@ fn binary_of(stdout: &str) -> &str {
 #[test]
 fn a_cold_build_runs_every_chapter_from_one_binary_and_an_edit_from_its_own() {
     let site = site_of(&["", "", "", ""]);
-    let run = build(&site);
-    assert_eq!(run.code, 0, "{}", run.stderr);
-    assert!(
-        run.stdout.contains("experiments: 4 run, 0 cached"),
-        "{}",
-        run.stdout
-    );
+    build_ok(&site, "4 run, 0 cached");
     let first: Vec<(String, f64)> = (1..=4).map(|i| last_run(&site, &format!("c{i}"))).collect();
     for (stdout, _) in &first {
         assert!(binary_of(stdout).ends_with("-series"), "{stdout}");
@@ -86,13 +91,7 @@ fn a_cold_build_runs_every_chapter_from_one_binary_and_an_edit_from_its_own() {
     // again, from its own binary, with the very same result; the others stay cached.
     let edited = chapter(2, "// edited");
     site.write("content/02-c2.md", &edited);
-    let run = build(&site);
-    assert_eq!(run.code, 0, "{}", run.stderr);
-    assert!(
-        run.stdout.contains("experiments: 1 run, 3 cached"),
-        "{}",
-        run.stdout
-    );
+    build_ok(&site, "1 run, 3 cached");
     let (stdout, drawn) = last_run(&site, "c2");
     let own = binary_of(&stdout);
     assert!(
@@ -108,13 +107,7 @@ fn chapters_that_cannot_share_a_binary_compile_alone_and_an_error_stops_only_its
     // a clash in one binary. Every chapter runs, those two from binaries of their own.
     let clash = "#[unsafe(no_mangle)]\npub extern \"C\" fn attnbook_test_clash() {}";
     let site = site_of(&[clash, clash, "", ""]);
-    let run = build(&site);
-    assert_eq!(run.code, 0, "{}", run.stderr);
-    assert!(
-        run.stdout.contains("experiments: 4 run, 0 cached"),
-        "{}",
-        run.stdout
-    );
+    build_ok(&site, "4 run, 0 cached");
     for i in 1..=4 {
         let (stdout, _) = last_run(&site, &format!("c{i}"));
         assert!(binary_of(&stdout).contains(&format!("-c{i}-")), "{stdout}");
@@ -132,11 +125,7 @@ fn chapters_that_cannot_share_a_binary_compile_alone_and_an_error_stops_only_its
     site.write("content/04-c4.md", &chapter(4, "let oops: f64 = \"text\";"));
     let run = build(&site);
     assert_eq!(run.code, 2, "{}", run.stderr);
-    let errors: Vec<&str> = run
-        .stderr
-        .lines()
-        .filter(|l| l.contains(": error"))
-        .collect();
+    let errors = run.error_lines();
     assert_eq!(errors.len(), 1, "{}", run.stderr);
     assert!(
         errors[0].starts_with("content/04-c4.md:7:17: error"),

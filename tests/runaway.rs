@@ -299,11 +299,7 @@ lab.table("u", ["b"], [[2]]);
     site.write("content/02-b.md", broken);
     let run = build(&site);
     assert_eq!(run.code, 2, "{}", run.stderr);
-    let errors: Vec<&str> = run
-        .stderr
-        .lines()
-        .filter(|l| l.contains(": error"))
-        .collect();
+    let errors = run.error_lines();
     assert_eq!(errors.len(), 1, "{}", run.stderr);
     assert!(
         errors[0].starts_with("content/02-b.md:7:14: error"),
@@ -352,11 +348,7 @@ fn the_runner_times_each_block_applies_the_site_limit_and_reports_how_a_chapter_
     let site = Site::fixture("runner");
     let run = build(&site);
     assert_eq!(run.code, 2, "{}", run.stderr);
-    let errors: Vec<&str> = run
-        .stderr
-        .lines()
-        .filter(|l| l.contains(": error"))
-        .collect();
+    let errors = run.error_lines();
     assert_eq!(
         errors,
         [

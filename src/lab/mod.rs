@@ -683,24 +683,21 @@ fn build(
         .zip(&krate.bins)
         .map(|(c, bin)| (c.slug.as_str(), bin.as_str()))
         .collect();
-    let bins: Vec<&str> = stale
+    // (slug, binary) of every stale chapter.
+    let pairs: Vec<(&str, &str)> = stale
         .iter()
-        .filter_map(|s| bin_of.get(s).copied())
+        .filter_map(|s| bin_of.get_key_value(s).map(|(slug, bin)| (*slug, *bin)))
         .collect();
+    let bins: Vec<&str> = pairs.iter().map(|(_, bin)| *bin).collect();
     let message = format!("compiling experiments of {} chapter(s)", stale.len());
     let spinner = spinner(plan.progress, message.clone());
     // Many stale chapters (a cold build, `--rerun`, `verify`) compile as one binary; if it
     // does not compile (a chapter's error, or two chapters whose items clash), each chapter
     // compiles on its own as below, so an error still stops only its chapter.
     let series = (bins.len() >= SERIES_FROM).then(|| {
-        let pairs: Vec<(&str, &str)> = stale
-            .iter()
-            .filter_map(|s| bin_of.get_key_value(s).map(|(slug, bin)| (*slug, *bin)))
-            .collect();
         (
             generate::series_bin_name(&paths.package),
             generate::series_binary(&pairs),
-            pairs,
         )
     });
     let built = std::thread::scope(|scope| {
@@ -716,7 +713,7 @@ fn build(
                 }
             });
         }
-        let together = series.as_ref().and_then(|(name, text, pairs)| {
+        let together = series.as_ref().and_then(|(name, text)| {
             let file = crate_dir.join("src/bin").join(format!("{name}.rs"));
             write_if_changed(&file, text).ok()?;
             let built = compile::build(&crate_dir, &paths.target, &[name], &krate.map).ok()?;

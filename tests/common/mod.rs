@@ -18,6 +18,16 @@ pub(crate) struct Run {
     pub stderr: String,
 }
 
+impl Run {
+    /// The lines of stderr that report an error at a place (`path:line:col: error ...`).
+    pub(crate) fn error_lines(&self) -> Vec<&str> {
+        self.stderr
+            .lines()
+            .filter(|l| l.contains(": error"))
+            .collect()
+    }
+}
+
 impl Site {
     /// Copies `tests/fixtures/<name>`.
     pub(crate) fn fixture(name: &str) -> Site {
