@@ -234,7 +234,7 @@ impl Cli {
                     drafts: args.drafts,
                     strict: false,
                     timings: args.timings,
-                    recycle_output: false,
+                    recycle_output: true,
                     force: args.force,
                     lab: LabArgs {
                         rerun: false,

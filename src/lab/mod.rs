@@ -35,7 +35,7 @@ pub fn kill_everything(groups: &[u32]) {
     kill_orphans(&[]);
 }
 pub use cache::remember_loaded_runs;
-pub use take_home::{Download, Downloads, downloads, prefetch_pin};
+pub use take_home::{Download, Downloads, PinQuery, downloads, prefetch_pin};
 
 use rayon::prelude::*;
 use std::collections::HashMap;
@@ -1172,9 +1172,19 @@ fn tail(text: &str) -> String {
     lines[lines.len().saturating_sub(12)..].join("\n")
 }
 
-/// `rustc -V` asked ahead, on a thread of its own ([`prefetch_toolchain`]).
-static PREFETCHED: std::sync::Mutex<Option<std::thread::JoinHandle<String>>> =
-    std::sync::Mutex::new(None);
+/// True if `[lab.dependencies]` names a crate by path (its sources lie wherever it says).
+pub fn has_path_dependency(lab: &crate::config::LabConfig) -> bool {
+    inputs::first_path_dependency(lab).is_some()
+}
+
+/// `rustc -V` of this build: asked ahead on a thread of its own ([`prefetch_toolchain`]), then
+/// kept answered for the rest of the build.
+enum Toolchain {
+    Asking(std::thread::JoinHandle<String>),
+    Answered(String),
+}
+
+static PREFETCHED: std::sync::Mutex<Option<Toolchain>> = std::sync::Mutex::new(None);
 
 /// Starts asking `rustc -V` now, for the experiment stage to find answered: through rustup's
 /// proxy it takes tens of milliseconds, which a no-change build would otherwise wait for after
@@ -1182,15 +1192,27 @@ static PREFETCHED: std::sync::Mutex<Option<std::thread::JoinHandle<String>>> =
 pub fn prefetch_toolchain() {
     let handle = std::thread::spawn(ask_rustc_version);
     if let Ok(mut slot) = PREFETCHED.lock() {
-        *slot = Some(handle);
+        *slot = Some(Toolchain::Asking(handle));
     }
 }
 
+/// The toolchain this build compiles experiments with (`rustc -V`), asked once per build: the
+/// experiment cache is keyed by it, and so is a build that finds nothing changed.
+pub fn toolchain() -> String {
+    let Ok(mut slot) = PREFETCHED.lock() else {
+        return ask_rustc_version();
+    };
+    let answer = match slot.take() {
+        Some(Toolchain::Answered(answer)) => answer,
+        Some(Toolchain::Asking(handle)) => handle.join().unwrap_or_else(|_| ask_rustc_version()),
+        None => ask_rustc_version(),
+    };
+    *slot = Some(Toolchain::Answered(answer.clone()));
+    answer
+}
+
 fn rustc_version() -> String {
-    let prefetched = PREFETCHED.lock().ok().and_then(|mut slot| slot.take());
-    prefetched
-        .and_then(|handle| handle.join().ok())
-        .unwrap_or_else(ask_rustc_version)
+    toolchain()
 }
 
 fn ask_rustc_version() -> String {

@@ -60,6 +60,35 @@ pub struct Downloads {
     pub archives: Vec<Download>,
     /// Why some or all chapters get none (`path:line:col: ` first when there is a place).
     pub warnings: Vec<String>,
+    /// What the archives were pinned to, as asked of git: a later build that finds nothing
+    /// else changed asks again ([`PinQuery::still_answered`]).
+    pub pin: Option<PinQuery>,
+}
+
+/// A pin of the downloads to a commit: what was asked, and git's answer (or why there is none).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct PinQuery {
+    repository: String,
+    lab_crate: PathBuf,
+    workspace: Option<PathBuf>,
+    answer: String,
+}
+
+impl PinQuery {
+    fn new(args: &PinArgs, answer: &Result<Pin, String>) -> PinQuery {
+        PinQuery {
+            repository: args.0.clone(),
+            lab_crate: args.1.clone(),
+            workspace: args.2.clone(),
+            answer: format!("{answer:?}"),
+        }
+    }
+
+    /// True if git gives the same answer now (the same commit, still nothing uncommitted).
+    pub fn still_answered(&self) -> bool {
+        let now = pin(&self.repository, &self.lab_crate, self.workspace.as_deref());
+        format!("{now:?}") == self.answer
+    }
 }
 
 /// Every chapter's archive; none without `repository`. A chapter whose blocks name a site file
@@ -103,7 +132,7 @@ pub fn downloads<C: AsRef<Ran>>(series: &Series<C>) -> Downloads {
     if chapters.is_empty() {
         return out;
     }
-    match archives(series, repository, &chapters) {
+    match archives(series, repository, &chapters, &mut out.pin) {
         Ok(archives) => out.archives = archives,
         Err(why) => out
             .warnings
@@ -117,6 +146,7 @@ fn archives<C>(
     series: &Series<C>,
     repository: &str,
     chapters: &[(usize, &Ran)],
+    asked: &mut Option<PinQuery>,
 ) -> Result<Vec<Download>, String> {
     let lab = &series.config.lab;
     if let Some((name, at)) = super::inputs::first_path_dependency(lab) {
@@ -139,7 +169,14 @@ fn archives<C>(
             &paths.runtime.map(|r| r.hash.as_str()).unwrap_or_default()[..16]
         ));
     }
-    let pin = pin_prefetched(repository, &paths.lab_crate, paths.workspace.as_deref())?;
+    let args: PinArgs = (
+        repository.to_string(),
+        paths.lab_crate.clone(),
+        paths.workspace.clone(),
+    );
+    let pinned = pin_prefetched(&args.0, &args.1, args.2.as_deref());
+    *asked = Some(PinQuery::new(&args, &pinned));
+    let pin = pinned?;
     let lock_path = paths.work.join("lab").join("Cargo.lock");
     let build_lock = std::fs::read_to_string(&lock_path).map_err(|e| {
         format!(

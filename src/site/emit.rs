@@ -273,7 +273,7 @@ pub(super) fn write_site(
         if !known {
             let bytes = output.into_bytes().map_err(|e| io("write", e))?;
             if !holds(&path, &bytes) {
-                std::fs::write(&path, bytes).map_err(|e| io("write", e))?;
+                replace(&path, &bytes).map_err(|e| io("write", e))?;
             }
         }
         if let Some(entry) = key.and_then(|key| Entry::of(&path, key)) {
@@ -404,6 +404,17 @@ impl Manifest {
             }
         }
     }
+}
+
+/// Writes `bytes` to `path` as a new file. A recycled tree's file is removed first, never
+/// written through: `serve` may still be sending it from the build before last, and a reader
+/// that has it open keeps reading the old bytes (the removed file lives until it is closed).
+fn replace(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+        _ => {}
+    }
+    std::fs::write(path, bytes)
 }
 
 /// True if the regular file at `path` holds exactly `bytes` (pruning left only regular files
@@ -571,6 +582,44 @@ mod tests {
         assert_eq!(
             listing(&out),
             ["a", "fresh.html", "same.html", "shorter.html"]
+        );
+    }
+
+    /// A file a reader still has open from the build before last (`serve` may be sending it)
+    /// keeps its bytes when the recycled tree is rewritten: a changed file is a new file.
+    #[test]
+    fn an_open_file_of_a_recycled_tree_keeps_its_bytes() {
+        use std::io::Read as _;
+        let parent = tempfile::tempdir().unwrap();
+        let out = parent.path().join("out");
+        let spare = parent.path().join("spare");
+        let build = |text: &str| {
+            let files = vec![
+                (
+                    PathBuf::from("p/index.html"),
+                    text.as_bytes().to_vec().into(),
+                ),
+                (PathBuf::from("same.css"), b"kept".to_vec().into()),
+            ];
+            write_site(&out, Some(&spare), files, &mut super::super::Timings::new()).unwrap();
+        };
+        build("first build");
+        // A reader opens the first build's page; two builds later its tree is recycled.
+        let mut reading = std::fs::File::open(out.join("p/index.html")).unwrap();
+        let unchanged = std::fs::metadata(out.join("same.css")).unwrap().ino();
+        build("second build");
+        build("third build, longer than the others");
+        assert_eq!(
+            std::fs::read(out.join("p/index.html")).unwrap(),
+            b"third build, longer than the others"
+        );
+        let mut seen = String::new();
+        reading.read_to_string(&mut seen).unwrap();
+        assert_eq!(seen, "first build");
+        // A file that holds the same bytes is left as it is.
+        assert_eq!(
+            std::fs::metadata(out.join("same.css")).unwrap().ino(),
+            unchanged
         );
     }
 

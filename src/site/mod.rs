@@ -32,6 +32,7 @@ mod intro;
 mod output;
 mod scaffold;
 mod timings;
+mod unchanged;
 mod verify;
 
 use timings::Timings;
@@ -62,8 +63,8 @@ pub struct BuildPlan {
     /// Report the wall time of every stage.
     pub timings: bool,
     /// Keep the replaced output in `.attnbook/spare-output` and rewrite it next time instead of
-    /// creating every file again. Off in `serve`, which may still be sending a file of the old
-    /// output while the next build starts.
+    /// creating every file again. A file that changes is replaced, never written through, so
+    /// `serve` can recycle too while it still sends a file of an older output.
     pub recycle_output: bool,
     /// Replace a non-empty output directory that no attnbook build made (`--force`).
     pub force: bool,
@@ -624,6 +625,17 @@ pub fn build(plan: &BuildPlan) -> Outcome {
     let started = Instant::now();
     let mut timings = Timings::new();
     lab::prefetch_toolchain();
+    // Taken before anything is read: an edit saved during the build makes the next one full.
+    let inputs = unchanged::Inputs::of(plan);
+    if !plan.lab.rerun
+        && out.diagnostics.is_empty()
+        && let Some(record) = unchanged::check(plan, &inputs)
+    {
+        timings.lap("nothing changed (checked)");
+        out.report = unchanged_summary(plan, &record, started, &timings);
+        return out;
+    }
+    unchanged::forget(plan);
     let Some(mut series) = load(&plan.root, plan.drafts, &mut out.diagnostics) else {
         return out;
     };
@@ -651,7 +663,7 @@ pub fn build(plan: &BuildPlan) -> Outcome {
         return out;
     }
     let rendered = Rendered { refs, ..rendered };
-    let (downloads, take_homes) = take_home(&series);
+    let (downloads, take_homes, pin, left_out) = take_home(&series);
     timings.lap("experiment downloads");
     let (series, files) = pages_beside_search(series, take_homes, &rendered, &intro, &mut timings);
     let files = files.map(|mut files| {
@@ -661,9 +673,23 @@ pub fn build(plan: &BuildPlan) -> Outcome {
     let spare = plan.root.join(".attnbook/spare-output");
     let spare = plan.recycle_output.then_some(spare.as_path());
     match files.and_then(|files| emit::write_site(&plan.out, spare, files, &mut timings)) {
-        Ok(count) => out
-            .report
-            .extend(summary(&series, plan, count, started, &timings)),
+        Ok(count) => {
+            out.report
+                .extend(summary(&series, plan, count, started, &timings));
+            // A build that had something to say says it again next time: only a silent one
+            // is recorded.
+            if out.diagnostics.is_empty() && !left_out {
+                let built = unchanged::Built {
+                    inputs,
+                    config: &series.config,
+                    pin,
+                    chapters: series.chapters.len(),
+                    files: count,
+                    experiments: series.chapters.iter().filter(|c| c.run.is_some()).count(),
+                };
+                unchanged::save(plan, built);
+            }
+        }
         Err(e) => out.diagnostics.extend(e),
     }
     out.sources = Some(series.sources());
@@ -673,11 +699,21 @@ pub fn build(plan: &BuildPlan) -> Outcome {
 /// The chapters' take-home experiment projects (`repository` in site.toml), each marked on
 /// its chapter for the page to link. When they cannot be pinned to a commit the site goes
 /// without them: the warning says why, and nothing about the content is wrong.
-fn take_home(series: &Series<Bound>) -> (emit::Files, Vec<Option<String>>) {
+/// Also what the downloads were pinned to, and whether a warning said some were left out.
+fn take_home(
+    series: &Series<Bound>,
+) -> (
+    emit::Files,
+    Vec<Option<String>>,
+    Option<lab::PinQuery>,
+    bool,
+) {
     let lab::Downloads {
         archives: downloads,
         warnings,
+        pin,
     } = lab::downloads(series);
+    let left_out = !warnings.is_empty();
     for warning in warnings {
         eprintln!("{warning}");
     }
@@ -693,7 +729,7 @@ fn take_home(series: &Series<Bound>) -> (emit::Files, Vec<Option<String>>) {
             )
         })
         .collect();
-    (files, names)
+    (files, names, pin, left_out)
 }
 
 /// Stages 3 and 5a-b side by side: the experiments compile and run on their own thread, and
@@ -819,6 +855,27 @@ fn summary(
         plan.out.display(),
         started.elapsed().as_secs_f64(),
         runs.len() - cached,
+    )];
+    if plan.timings {
+        lines.extend(timings.report());
+    }
+    lines
+}
+
+/// The report of a build that found nothing changed: the last build's figures, said so.
+fn unchanged_summary(
+    plan: &BuildPlan,
+    record: &unchanged::Record,
+    started: Instant,
+    timings: &Timings,
+) -> Vec<String> {
+    let mut lines = vec![format!(
+        "built {} chapter(s), {} file(s) into {} in {:.2}s; experiments: 0 run, {} cached; nothing changed since the last build",
+        record.chapters,
+        record.files,
+        plan.out.display(),
+        started.elapsed().as_secs_f64(),
+        record.experiments,
     )];
     if plan.timings {
         lines.extend(timings.report());

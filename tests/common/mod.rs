@@ -61,6 +61,14 @@ impl Site {
         self.finish(&output)
     }
 
+    /// [`Site::run`] with these environment variables set.
+    pub(crate) fn run_with_env(&self, args: &[&str], env: &[(&str, &std::ffi::OsStr)]) -> Run {
+        let mut command = self.command(args);
+        command.envs(env.iter().copied());
+        let output = command.output().expect("run attnbook");
+        self.finish(&output)
+    }
+
     /// [`Site::run`], failing the test when the command has not ended within `limit`: a
     /// command that waits for something it should have stopped would otherwise hang the suite.
     pub(crate) fn run_within(&self, args: &[&str], limit: std::time::Duration) -> Run {
