@@ -23,13 +23,12 @@
 //! it writes, so a record always describes the output that is there.
 //!
 //! The output tree is compared by each entry's path, size, modification and status-change
-//! times and inode. A file written shortly before the record was taken could be rewritten in
-//! place within the same clock tick and look untouched, so the record also holds the hash of
-//! such files' bytes, and they are read again (`git` treats its index the same way).
+//! times and inode. A file written in the clock tick the record was taken in could be
+//! rewritten in place within that tick and look untouched, so the record also holds the hash
+//! of such files' bytes, and they are read again (`git` treats its index the same way).
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime};
 
 use crate::lab;
 
@@ -51,9 +50,8 @@ const ENVIRONMENT: [&str; 9] = [
     "RUSTUP_TOOLCHAIN",
 ];
 
-/// A file written within this long of the record is read again by the next check: its times
-/// could still be those of a rewrite in the same clock tick.
-const RACY: Duration = Duration::from_secs(2);
+/// A moment of the output's file system clock, as `(seconds, nanoseconds)`.
+type Stamp = (i64, i64);
 
 /// What the last successful build read (as a hash) and left in the output directory.
 #[derive(Debug, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -120,7 +118,7 @@ pub(super) fn check(plan: &BuildPlan, inputs: &Inputs) -> Option<Record> {
     // Files that were too fresh to trust their times are read every time until the record is
     // taken again, once they are old enough.
     if record.output.iter().any(|e| e.hash.is_some())
-        && let Some(output) = output_entries(&plan.out, Some(SystemTime::now()))
+        && let Some(output) = output_entries(&plan.out, Some(stamp(&plan.out)))
         && output.iter().all(|e| e.hash.is_none())
     {
         let record = Record { output, ..record };
@@ -154,7 +152,7 @@ pub(super) fn save(plan: &BuildPlan, built: Built<'_>) {
     if lab.crate_path.is_some() || lab::has_path_dependency(lab) {
         return;
     }
-    let Some(output) = output_entries(&plan.out, Some(SystemTime::now())) else {
+    let Some(output) = output_entries(&plan.out, Some(stamp(&plan.out))) else {
         return;
     };
     let record = Record {
@@ -246,9 +244,28 @@ fn inputs_hash(plan: &BuildPlan) -> Option<String> {
     Some(hasher.finalize().to_hex().to_string())
 }
 
-/// The output tree's entries, sorted; files written within [`RACY`] of `now` with their
-/// bytes' hash (`now` is `None` when checking: then the hash is taken where the record has one).
-fn output_entries(out: &Path, now: Option<SystemTime>) -> Option<Vec<Entry>> {
+/// Now, by the clock of the file system that holds `out`: the status-change time of a file
+/// created next to it (git's index takes its own time the same way). A file whose status
+/// changed before this moment and changes again after it gets a later time; one that changed
+/// in this very tick might not. `(i64::MIN, 0)`, which makes every file racy, if no file can
+/// be created there.
+fn stamp(out: &Path) -> Stamp {
+    let parent = out
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    tempfile::Builder::new()
+        .prefix(".attnbook-stamp-")
+        .tempfile_in(parent)
+        .ok()
+        .and_then(|file| file.as_file().metadata().ok())
+        .map_or((i64::MIN, 0), |meta| (meta.ctime(), meta.ctime_nsec()))
+}
+
+/// The output tree's entries, sorted. With `stamp` (recording), every file whose status
+/// changed at or after it carries its bytes' hash: its times could still be those of a rewrite
+/// in the same clock tick. Without (checking), no hashes are taken.
+fn output_entries(out: &Path, stamp: Option<Stamp>) -> Option<Vec<Entry>> {
     let mut entries = Vec::new();
     for entry in walkdir::WalkDir::new(out).min_depth(1).sort_by_file_name() {
         let entry = entry.ok()?;
@@ -257,15 +274,8 @@ fn output_entries(out: &Path, now: Option<SystemTime>) -> Option<Vec<Entry>> {
             return None;
         }
         let changed = (meta.ctime(), meta.ctime_nsec());
-        let recent = now.is_some_and(|now| {
-            let changed_at = SystemTime::UNIX_EPOCH
-                + Duration::new(
-                    changed.0.max(0) as u64,
-                    changed.1.clamp(0, 999_999_999) as u32,
-                );
-            now.duration_since(changed_at).is_ok_and(|age| age < RACY) || changed_at > now
-        });
-        let hash = (recent && meta.is_file())
+        let racy = stamp.is_some_and(|stamp| changed >= stamp || stamp.0 == i64::MIN);
+        let hash = (racy && meta.is_file())
             .then(|| file_hash(entry.path()))
             .flatten();
         entries.push(Entry {
@@ -312,25 +322,32 @@ fn file_hash(path: &Path) -> Option<String> {
 mod tests {
     use super::*;
 
-    /// A file changed within [`RACY`] of the record could be rewritten in place in the same
-    /// clock tick, with the same times: its bytes are compared. An older one is known by its
-    /// times.
+    /// A file whose status changed at or after the record's stamp could be rewritten in place
+    /// in the same clock tick, with the same times: its bytes are compared. An older one is
+    /// known by its times.
     #[test]
     fn a_file_too_recent_for_its_times_is_compared_by_its_bytes() {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("a.html"), "page").unwrap();
-        let recorded = output_entries(dir.path(), Some(SystemTime::now())).unwrap();
+        let out = dir.path().join("out");
+        std::fs::create_dir(&out).unwrap();
+        std::fs::write(out.join("a.html"), "page").unwrap();
+        let meta = std::fs::metadata(out.join("a.html")).unwrap();
+        let same_tick = (meta.ctime(), meta.ctime_nsec());
+        let recorded = output_entries(&out, Some(same_tick)).unwrap();
         assert_eq!(
             recorded[0].hash.as_deref(),
             Some(blake3::hash(b"page").to_hex().as_str())
         );
-        assert!(output_holds(dir.path(), &recorded));
+        assert!(output_holds(&out, &recorded));
         let mut other_bytes = recorded;
         other_bytes[0].hash = Some(blake3::hash(b"PAGE").to_hex().to_string());
-        assert!(!output_holds(dir.path(), &other_bytes));
-        let later = SystemTime::now() + RACY + Duration::from_secs(1);
-        let old = output_entries(dir.path(), Some(later)).unwrap();
+        assert!(!output_holds(&out, &other_bytes));
+        let later = (same_tick.0 + 1, same_tick.1);
+        let old = output_entries(&out, Some(later)).unwrap();
         assert_eq!(old[0].hash, None);
-        assert!(output_holds(dir.path(), &old));
+        assert!(output_holds(&out, &old));
+        // The stamp is taken next to the output, and no later than now.
+        assert!(stamp(&out) >= same_tick);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
     }
 }
