@@ -63,6 +63,9 @@ pub struct Config {
     /// The print page: the whole series on one page (`print.html`), and the PDF made of it.
     #[serde(default)]
     pub print: PrintConfig,
+    /// `[feed]`: what the Atom feed's entries carry.
+    #[serde(default)]
+    pub feed: FeedConfig,
     /// `[messages]`: the site's own text for single interface messages (key = "text"), over
     /// the catalogue of `language` ([`crate::messages`]).
     #[serde(default)]
@@ -104,6 +107,28 @@ pub struct PrintConfig {
     /// Whether every page links `book.pdf` (published beside `print.html`).
     #[serde(default)]
     pub pdf: bool,
+}
+
+/// `[feed]`: `content = "full"` (the default) puts each chapter's whole page body in its
+/// entry; `"summary"` only its summary and link, for chapters too large to send to every
+/// subscriber on every poll, whose formulas and figures a feed reader shows without the
+/// site's stylesheet anyway.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FeedConfig {
+    #[serde(default)]
+    pub content: FeedContent,
+}
+
+/// What an Atom entry carries (`[feed] content`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FeedContent {
+    /// The chapter's body.
+    #[default]
+    Full,
+    /// Its summary and link only.
+    Summary,
 }
 
 impl Default for PrintConfig {

@@ -236,12 +236,21 @@ fn check_pages(root: &Path, pages: &[(usize, &Example)], failures: &mut Vec<Stri
             std::fs::read_to_string(root.join(format!("public/example-{n}/index.html"))).unwrap();
         for fragment in &example.expected {
             let line = example.line;
+            // `atom.xml: TEXT` is looked for in the site's feed instead of the page.
+            let (text, fragment, what) = match fragment.strip_prefix("atom.xml: ") {
+                Some(fragment) => (
+                    std::fs::read_to_string(root.join("public/atom.xml")).unwrap(),
+                    fragment,
+                    "atom.xml",
+                ),
+                None => (page.clone(), fragment.as_str(), "the page"),
+            };
             match fragment.strip_prefix('!') {
-                Some(absent) if page.contains(absent) => failures.push(format!(
-                    "docs/authoring.md:{line}: the page must not contain `{absent}`"
+                Some(absent) if text.contains(absent) => failures.push(format!(
+                    "docs/authoring.md:{line}: {what} must not contain `{absent}`"
                 )),
-                None if !page.contains(fragment.as_str()) => failures.push(format!(
-                    "docs/authoring.md:{line}: the page lacks `{fragment}`"
+                None if !text.contains(fragment) => failures.push(format!(
+                    "docs/authoring.md:{line}: {what} lacks `{fragment}`"
                 )),
                 _ => {}
             }

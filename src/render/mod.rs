@@ -875,7 +875,9 @@ pub fn feed(
 ) -> Result<cache::Output, Diagnostic> {
     let site = SiteView::new(&series.config);
     let with_appendices = template != "atom.xml";
-    let read = templates.may_read(template, "content");
+    let summaries =
+        template == "atom.xml" && series.config.feed.content == crate::config::FeedContent::Summary;
+    let read = templates.may_read(template, "content") && !summaries;
     let mut chapters: Vec<ChapterView<'_>> = series
         .chapters
         .iter()
