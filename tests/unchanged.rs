@@ -72,9 +72,16 @@ fn a_build_with_nothing_changed_stops_after_checking_and_leaves_the_output_as_it
     let text = site.read("content/01-first.md");
     site.write("content/01-first.md", &text);
     build_expecting(&site, &[], false, "a save without an edit");
-    // --rerun always runs.
+    // --rerun always runs; what it stored in the experiment cache is what its output shows.
     let rerun = build_expecting(&site, &["--rerun"], true, "--rerun");
     assert!(rerun.stdout.contains("1 run, 0 cached"), "{}", rerun.stdout);
+    build_expecting(&site, &[], false, "nothing changed since --rerun");
+    // The cache written by anything else (`verify` reruns and stores) makes the next build full.
+    let cached = site.path(".attnbook/cache/first.json");
+    let results = std::fs::read(&cached).unwrap();
+    std::fs::remove_file(&cached).unwrap();
+    std::fs::write(&cached, results).unwrap();
+    build_expecting(&site, &[], true, "a cache entry replaced");
 }
 
 /// One way of changing a site between two builds.

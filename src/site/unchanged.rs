@@ -11,6 +11,8 @@
 //! - every file under the site root (path and bytes), except the output directory, `.git/`,
 //!   `.attnbook/` (the caches and the experiments' working files) and `target/`: more than the
 //!   build reads (an edit of `README.md` counts), which costs a full build, never a stale one;
+//! - the experiments' cached results (each entry's size, times and inode: `verify` and
+//!   `--rerun` replace them);
 //! - the generator binary, the build's options, and the environment the experiments and their
 //!   cache read ([`ENVIRONMENT`]);
 //! - the toolchain (`rustc -V`, asked every build as the experiment cache does) and, with
@@ -98,7 +100,8 @@ pub(super) fn check(plan: &BuildPlan, inputs: &Inputs) -> Option<Record> {
     let hash = inputs.0.as_deref()?;
     let bytes = std::fs::read(plan.root.join(RECORD)).ok()?;
     let record: Record = serde_json::from_slice(&bytes).ok()?;
-    if record.version != VERSION || record.inputs != hash {
+    if record.version != VERSION || Some(&record.inputs) != with_results(hash, &plan.root).as_ref()
+    {
         return None;
     }
     // git and the output are asked side by side; the toolchain was asked from the start.
@@ -145,7 +148,11 @@ pub(super) struct Built<'a> {
 
 /// Records a build that reported nothing, for the next build to find unchanged.
 pub(super) fn save(plan: &BuildPlan, built: Built<'_>) {
-    let Some(inputs) = built.inputs.0 else {
+    let Some(inputs) = built
+        .inputs
+        .0
+        .and_then(|hash| with_results(&hash, &plan.root))
+    else {
         return;
     };
     let lab = &built.config.lab;
@@ -193,15 +200,11 @@ fn inputs_hash(plan: &BuildPlan) -> Option<String> {
     };
     part(b"attnbook unchanged inputs");
     part(crate::render::cache::binary_identity().as_bytes());
+    // Not `--rerun`: what a rerun stores in the experiment cache is what its output shows, as
+    // the next build's would.
     let options = format!(
-        "{:?} {:?} {:?} {} {} {} {}",
-        plan.out,
-        plan.base_url,
-        plan.repository,
-        plan.drafts,
-        plan.strict,
-        plan.recycle_output,
-        plan.lab.rerun
+        "{:?} {:?} {:?} {} {} {}",
+        plan.out, plan.base_url, plan.repository, plan.drafts, plan.strict, plan.recycle_output,
     );
     part(options.as_bytes());
     for name in ENVIRONMENT.iter().chain(lab_protocol::RESULT_ENV.iter()) {
@@ -240,6 +243,48 @@ fn inputs_hash(plan: &BuildPlan) -> Option<String> {
         } else {
             part(if kind.is_dir() { b"dir" } else { b"other" });
         }
+    }
+    Some(hasher.finalize().to_hex().to_string())
+}
+
+/// The inputs' hash with the experiment cache's state: taken when checking, and when recording
+/// after the build (which holds the site's lock, so only it wrote the cache meanwhile: the
+/// record then holds what it ran).
+fn with_results(inputs: &str, root: &Path) -> Option<String> {
+    let mut hasher = blake3::Hasher::new();
+    let mut part = |bytes: &[u8]| {
+        hasher.update(&(bytes.len() as u64).to_le_bytes());
+        hasher.update(bytes);
+    };
+    part(inputs.as_bytes());
+    // The experiments' results are read from their cache, which runs, `verify` and `--rerun`
+    // write: each entry is known by its file's times and inode (they are replaced, never
+    // written through).
+    let cache = root.join(".attnbook/cache");
+    let mut results: Vec<_> = std::fs::read_dir(&cache)
+        .into_iter()
+        .flatten()
+        .filter_map(Result::ok)
+        .filter(|e| {
+            let name = e.file_name();
+            name.to_string_lossy().ends_with(".json")
+                && Path::new(&name) != Path::new(RECORD).file_name().unwrap_or_default()
+        })
+        .collect();
+    results.sort_by_key(|e| e.file_name());
+    for entry in results {
+        let meta = entry.metadata().ok()?;
+        let times = format!(
+            "{} {} {} {} {} {}",
+            meta.len(),
+            meta.mtime(),
+            meta.mtime_nsec(),
+            meta.ctime(),
+            meta.ctime_nsec(),
+            meta.ino()
+        );
+        part(entry.file_name().as_encoded_bytes());
+        part(times.as_bytes());
     }
     Some(hasher.finalize().to_hex().to_string())
 }
