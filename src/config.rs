@@ -116,6 +116,7 @@ pub struct PrintConfig {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FeedConfig {
+    /// What each entry carries.
     #[serde(default)]
     pub content: FeedContent,
 }
