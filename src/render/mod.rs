@@ -227,7 +227,11 @@ impl Templates {
             // Whatever reached a page (a front matter value, experiment output, a site
             // template), it stays well-formed XML and HTML; the sources were warned about at
             // their lines.
-            Ok(crate::text::sanitize(&page).into_owned().into_bytes())
+            // The print page is 9 MB: it is not copied when it is clean (the usual case).
+            Ok(match crate::text::sanitize(&page) {
+                std::borrow::Cow::Borrowed(_) => page.into_bytes(),
+                std::borrow::Cow::Owned(clean) => clean.into_bytes(),
+            })
         })
     }
 }

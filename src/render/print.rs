@@ -222,15 +222,16 @@ static TAG: LazyLock<Regex> = LazyLock::new(|| {
     .expect("a valid regex")
 });
 
-/// What a tag that [`scoped_tag`] changes must hold somewhere (ASCII case ignored): the name
-/// of an attribute it rewrites, or `details`. A tag without any is left as it is.
-static MAY_CHANGE: LazyLock<aho_corasick::AhoCorasick> = LazyLock::new(|| {
-    aho_corasick::AhoCorasick::builder()
-        .ascii_case_insensitive(true)
-        .build([
-            "id", "name", "href", "src", "for", "headers", "aria-", "details",
-        ])
-        .expect("a valid automaton")
+/// What a tag that [`scoped_tag`] changes must hold (ASCII case ignored): one of the attributes
+/// [`scoped_attributes`] rewrites, where [`ATTRIBUTE`] would find it (after white space, before
+/// `=`), or the name `details`. A tag without any is left as it is. Text that only looks like
+/// one (`title="a id=b"`) has the tag taken apart and kept, so no tag that changes is missed,
+/// and KaTeX's `aria-hidden` and the charts' `stroke-width` are passed over.
+static MAY_CHANGE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r#"(?i)^<details[\s/>]|\s(?:id|name|href|xlink:href|src|for|headers|aria-(?:labelledby|describedby|controls|owns|details|flowto|activedescendant))\s*="#,
+    )
+    .expect("a valid regex")
 });
 
 /// One tag of [`scoped_html`], scoped.
@@ -411,7 +412,12 @@ mod tests {
             "<DETAILS><summary>s</summary></DETAILS><details open><summary id=s>t</summary></details>",
             "<td headers=\"a b\" data-for=x>1</td><div aria-labelledby='h1 h2' role=note>",
             "<input Id=q NAME=q disabled><label For=q>q</label>",
-            "<svg><use xlink:href=\"#m\"/></svg><a href=\"https://e.org/#x\">e</a>"
+            "<svg><use xlink:href=\"#m\"/></svg><a href=\"https://e.org/#x\">e</a>",
+            // What the prefilter passes over, and spellings it must still catch.
+            "<span class=\"katex-html\" aria-hidden=\"true\"><line stroke-width=\"2\"/></span>",
+            "<p data-id=\"x\" width=3 hidden valid>v</p><p title=\"a id=b\">w</p>",
+            "<h2\n  id = \"spaced\">x</h2><a\thref\t=\t'#tab'>y</a><DETAILS\n>z</DETAILS>",
+            "<details/><th ARIA-DESCRIBEDBY=\"d\">h</th><p aria-controls=m aria-owns='n o'>q</p>"
         );
         assert_eq!(
             scoped_html(html, &scope),
