@@ -312,6 +312,8 @@ fn editing_prose_updates_the_page_and_the_generation() {
     let poll = std::thread::spawn(move || get(port, &format!("/__attnbook/events?since={before}")));
     std::thread::sleep(Duration::from_millis(300));
 
+    // A file of the first build's output, open as it would be while it is being sent.
+    let mut sending = std::fs::File::open(site.path("public/one/index.html")).unwrap();
     let chapter = site.read("content/01-one.md");
     // Several saves in a row: the page must end up showing the last one.
     for round in 1..=3 {
@@ -323,8 +325,21 @@ fn editing_prose_updates_the_page_and_the_generation() {
         body.contains("edited prose (round 3)")
     });
     assert!(server.generation() > before);
-    // serve never rewrites an output it may still be sending a file from.
-    assert!(!site.path(".attnbook/spare-output").exists());
+    // serve recycles the output it replaced (after two rebuilds, the first build's tree is
+    // rewritten and served again), and a file still being sent from it keeps its bytes: a
+    // changed file is written as a new file, never through the old one.
+    site.write(
+        "content/01-one.md",
+        &chapter.replace("original prose", "edited prose (round 4)"),
+    );
+    server.wait_for_page("/one/", "the fourth edit", |body| {
+        body.contains("edited prose (round 4)")
+    });
+    assert!(site.path(".attnbook/spare-output").exists());
+    let mut sent = String::new();
+    std::io::Read::read_to_string(&mut sending, &mut sent).unwrap();
+    assert!(sent.contains("original prose"), "{sent}");
+    assert!(!sent.contains("edited prose"));
 
     let woke = poll.join().unwrap().expect("the poll answers");
     let json: serde_json::Value = serde_json::from_str(&woke.body).unwrap();
