@@ -12,20 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 mod common;
-use common::copy_series;
-
-/// Every file under `dir`, by relative path.
-fn tree(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
-    walkdir::WalkDir::new(dir)
-        .into_iter()
-        .map(|e| e.expect("walk the output"))
-        .filter(|e| e.file_type().is_file())
-        .map(|e| {
-            let rel = e.path().strip_prefix(dir).unwrap().to_path_buf();
-            (rel, std::fs::read(e.path()).unwrap())
-        })
-        .collect()
-}
+use common::{copy_series, tree};
 
 /// `attnbook build --out OUT` in `site`: the files it wrote.
 fn build(site: &Path, out: &str) -> BTreeMap<PathBuf, Vec<u8>> {

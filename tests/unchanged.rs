@@ -5,26 +5,11 @@
 
 mod common;
 
-use std::collections::BTreeMap;
 use std::ffi::OsStr;
-use std::path::{Path, PathBuf};
 
-use common::{Run, Site};
+use common::{Run, Site, tree};
 
 const UNCHANGED: &str = "nothing changed since the last build";
-
-/// Every file under `dir`, by relative path.
-fn tree(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
-    walkdir::WalkDir::new(dir)
-        .into_iter()
-        .map(Result::unwrap)
-        .filter(|e| e.file_type().is_file())
-        .map(|e| {
-            let rel = e.path().strip_prefix(dir).unwrap().to_path_buf();
-            (rel, std::fs::read(e.path()).unwrap())
-        })
-        .collect()
-}
 
 fn build(site: &Site, args: &[&str]) -> Run {
     let mut all = vec!["build"];

@@ -38,6 +38,8 @@ use super::BuildPlan;
 
 /// Where the record is kept: with the caches, so clearing them clears it.
 const RECORD: &str = ".attnbook/cache/unchanged.json";
+/// The record's file name, which is not an experiment result.
+const RECORD_NAME: &str = "unchanged.json";
 
 /// The environment variables whose values the build or the experiments' cache read.
 const ENVIRONMENT: [&str; 9] = [
@@ -194,10 +196,7 @@ fn write(plan: &BuildPlan, record: &Record) {
 /// output; `None` if a symbolic link could lead the build outside what is hashed.
 fn inputs_hash(plan: &BuildPlan) -> Option<String> {
     let mut hasher = blake3::Hasher::new();
-    let mut part = |bytes: &[u8]| {
-        hasher.update(&(bytes.len() as u64).to_le_bytes());
-        hasher.update(bytes);
-    };
+    let mut part = |bytes: &[u8]| part(&mut hasher, bytes);
     part(b"attnbook unchanged inputs");
     part(crate::render::cache::binary_identity().as_bytes());
     // Not `--rerun`: what a rerun stores in the experiment cache is what its output shows, as
@@ -252,10 +251,7 @@ fn inputs_hash(plan: &BuildPlan) -> Option<String> {
 /// record then holds what it ran).
 fn with_results(inputs: &str, root: &Path) -> Option<String> {
     let mut hasher = blake3::Hasher::new();
-    let mut part = |bytes: &[u8]| {
-        hasher.update(&(bytes.len() as u64).to_le_bytes());
-        hasher.update(bytes);
-    };
+    let mut part = |bytes: &[u8]| part(&mut hasher, bytes);
     part(inputs.as_bytes());
     // The experiments' results are read from their cache, which runs, `verify` and `--rerun`
     // write: each entry is known by its file's times and inode (they are replaced, never
@@ -267,8 +263,7 @@ fn with_results(inputs: &str, root: &Path) -> Option<String> {
         .filter_map(Result::ok)
         .filter(|e| {
             let name = e.file_name();
-            name.to_string_lossy().ends_with(".json")
-                && Path::new(&name) != Path::new(RECORD).file_name().unwrap_or_default()
+            name.to_string_lossy().ends_with(".json") && name != RECORD_NAME
         })
         .collect();
     results.sort_by_key(|e| e.file_name());
@@ -356,6 +351,12 @@ fn output_holds(out: &Path, recorded: &[Entry]) -> bool {
         }
     }
     true
+}
+
+/// Adds `bytes` to `hasher` with their length first, so that two parts cannot run together.
+fn part(hasher: &mut blake3::Hasher, bytes: &[u8]) {
+    hasher.update(&(bytes.len() as u64).to_le_bytes());
+    hasher.update(bytes);
 }
 
 fn file_hash(path: &Path) -> Option<String> {

@@ -177,3 +177,16 @@ pub(crate) fn copy_series(to: &Path) {
         }
     }
 }
+
+/// Every file under `dir` with its bytes, by relative path (for comparing two outputs).
+pub(crate) fn tree(dir: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
+    walkdir::WalkDir::new(dir)
+        .into_iter()
+        .map(|e| e.expect("walk the output"))
+        .filter(|e| e.file_type().is_file())
+        .map(|e| {
+            let rel = e.path().strip_prefix(dir).unwrap().to_path_buf();
+            (rel, std::fs::read(e.path()).unwrap())
+        })
+        .collect()
+}
