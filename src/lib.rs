@@ -29,6 +29,7 @@ pub mod fuzzing;
 pub mod interrupt;
 pub mod lab;
 pub mod markdown;
+pub mod memo;
 pub mod messages;
 pub mod quotes;
 pub mod render;

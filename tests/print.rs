@@ -170,3 +170,50 @@ fn pdf_true_links_book_pdf_from_every_page_and_needs_the_print_page() {
         run.stderr
     );
 }
+
+/// The print page is rendered with a stand-in for each chapter's body and the bodies put in
+/// their places as it is written, when the template only prints `{{ chapter.content | safe }}`.
+/// A template that does anything else with a body gets the bodies themselves: the same bytes
+/// where it prints them the same way, and what it asked for where it does not.
+#[test]
+fn a_template_that_does_more_with_a_body_gets_the_bodies_themselves() {
+    let default = built(&Site::fixture("print"));
+    let template = attnbook_default_print_template();
+    assert!(template.contains("{{ chapter.content | safe }}"));
+    let with = |replacement: &str| {
+        let site = Site::fixture("print");
+        std::fs::create_dir_all(site.path("templates")).unwrap();
+        site.write(
+            "templates/print.html",
+            &template.replace("{{ chapter.content | safe }}", replacement),
+        );
+        built(&site)
+    };
+    // Passed on through a variable: not a stand-in's place, the same page.
+    let through_a_variable = with("{% set body = chapter.content %}{{ body | safe }}");
+    assert!(through_a_variable == default, "{through_a_variable}");
+    // Printed twice: each copy is the body.
+    let twice =
+        with("{{ chapter.content | safe }}<hr class=\"again\">{{ chapter.content | safe }}");
+    assert_eq!(twice.matches("<h1>第一篇的标题</h1>").count(), 1);
+    assert_eq!(
+        twice.matches("class=\"katex-display\"").count(),
+        4,
+        "{twice}"
+    );
+    assert!(!twice.contains("attnbook-part-"), "{twice}");
+    // Filtered: the filter sees the body.
+    let filtered =
+        with("{{ chapter.content | replace(from=\"katex-display\", to=\"shown-apart\") | safe }}");
+    assert_eq!(
+        filtered.matches("class=\"shown-apart\"").count(),
+        2,
+        "{filtered}"
+    );
+    assert!(!filtered.contains("katex-display"));
+}
+
+/// The built-in `templates/print.html` (attnbook's own, which a site's `templates/` overrides).
+fn attnbook_default_print_template() -> String {
+    std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/templates/print.html")).unwrap()
+}

@@ -800,3 +800,67 @@ fn a_large_asset_is_streamed_and_slow_clients_cost_no_memory() {
     assert_eq!(server.get("/").status, 200);
     drop(clients);
 }
+
+/// `serve` keeps chapters' parses and bindings and the parsed templates in memory between its
+/// rebuilds (src/memo.rs). After a prose edit, an edit of the value another chapter quotes
+/// (whose binding must follow though that chapter's text did not change) and an edit of a
+/// template, what it wrote is byte for byte what a fresh `build` of the same sources writes.
+#[test]
+fn what_serve_keeps_between_rebuilds_changes_nothing_it_writes() {
+    let site = Site::fixture("provenance");
+    let server = Server::start(&site);
+    let mut generation = server.generation();
+    let wait = |since: u64, what: &str| {
+        let started = Instant::now();
+        loop {
+            let now = server.generation();
+            if now > since {
+                return now;
+            }
+            // Editing a block compiles the experiments again, in debug mode, on shared cores.
+            assert!(
+                started.elapsed() < Duration::from_secs(300),
+                "no rebuild after {what}:\n{}",
+                server.log()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    let quoting = site.read("content/02-use.md");
+    site.write(
+        "content/02-use.md",
+        &quoting.replace("this one", "this one, edited,"),
+    );
+    generation = wait(generation, "a prose edit");
+    let source = site.read("content/01-src.md");
+    assert!(source.contains("lab.value(\"shown\", 2.0);"));
+    site.write(
+        "content/01-src.md",
+        &source.replace("lab.value(\"shown\", 2.0);", "lab.value(\"shown\", 6.0);"),
+    );
+    generation = wait(generation, "an edit of a quoted value");
+    std::fs::create_dir_all(site.path("templates")).unwrap();
+    site.write(
+        "templates/404.html",
+        "{% extends \"base.html\" %}{% block content %}<main>kept?</main>{% endblock content %}",
+    );
+    wait(generation, "a new template");
+    server.wait_for_page("/404.html", "the new template", |b| b.contains("kept?"));
+    drop(server);
+
+    let fresh = site.run(&["build", "--base-url", "/", "--out", "fresh"]);
+    assert_eq!(fresh.code, 0, "{}", fresh.stderr);
+    let served = common::tree(&site.path("public"));
+    let built = common::tree(&site.path("fresh"));
+    assert_eq!(
+        served.keys().collect::<Vec<_>>(),
+        built.keys().collect::<Vec<_>>()
+    );
+    for (path, bytes) in &served {
+        assert!(
+            built[path] == *bytes,
+            "{} differs between serve and a fresh build",
+            path.display()
+        );
+    }
+}

@@ -15,6 +15,7 @@
 //! Building the project, reading the lock and packing the archive are pure functions over
 //! text; only [`downloads`] and [`pin`] touch the disk and git.
 
+use rayon::prelude::*;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -95,20 +96,21 @@ impl PinQuery {
 /// that `[lab] data` does not declare goes without one, and so does every chapter when they
 /// cannot be pinned to a commit or the experiments depend on a path crate; the warnings say
 /// why (the build goes on without them).
-pub fn downloads<C: AsRef<Ran>>(series: &Series<C>) -> Downloads {
+pub fn downloads<C: AsRef<Ran> + Sync>(series: &Series<C>) -> Downloads {
     let mut out = Downloads::default();
     let Some(repository) = &series.config.repository else {
         return out;
     };
     let lab = &series.config.lab;
     let run_dir = series.root.join(".attnbook").join("run");
-    let chapters: Vec<(usize, &Ran)> = series
+    // Chapter by chapter in parallel (each looks up every string literal of its blocks).
+    let checked: Vec<(usize, &Ran, Vec<super::inputs::UndeclaredRead>)> = series
         .chapters
-        .iter()
+        .par_iter()
         .map(AsRef::as_ref)
         .enumerate()
         .filter(|(_, c)| c.run.is_some() && !c.doc.experiments.is_empty())
-        .filter(|(_, c)| {
+        .map(|(i, c)| {
             let sandbox = run_dir.join(format!("sandbox-{}", c.slug));
             let reads = super::inputs::undeclared_reads(
                 &series.root,
@@ -117,18 +119,24 @@ pub fn downloads<C: AsRef<Ran>>(series: &Series<C>) -> Downloads {
                 &c.path,
                 &c.doc.experiments,
             );
-            out.warnings.extend(reads.iter().map(|read| {
-                format!(
-                    "{}: warning: no experiment download for this chapter: it reads `{}`, a \
-                     site file that `[lab] data` in site.toml does not declare (declare it, and \
-                     read it at that path relative to the site root)",
-                    read.at,
-                    read.file.display()
-                )
-            }));
-            reads.is_empty()
+            (i, c, reads)
         })
         .collect();
+    let mut chapters: Vec<(usize, &Ran)> = Vec::new();
+    for (i, c, reads) in checked {
+        out.warnings.extend(reads.iter().map(|read| {
+            format!(
+                "{}: warning: no experiment download for this chapter: it reads `{}`, a \
+                 site file that `[lab] data` in site.toml does not declare (declare it, and \
+                 read it at that path relative to the site root)",
+                read.at,
+                read.file.display()
+            )
+        }));
+        if reads.is_empty() {
+            chapters.push((i, c));
+        }
+    }
     if chapters.is_empty() {
         return out;
     }
@@ -199,24 +207,27 @@ fn archives<C>(
     };
     let page_root = series.config.base_url_slash();
     let store = paths.work.join("cache").join("archives");
-    let mut kept = Vec::new();
-    let downloads = chapters
-        .iter()
+    let packed: Vec<Result<(Download, std::ffi::OsString), String>> = chapters
+        .par_iter()
         .map(|&(index, chapter)| {
             let page = format!("{page_root}{}/", chapter.slug);
             let project = project(chapter, &page, &inputs)?;
             let (bytes, file) = archive_kept(&store, &project, pin.time)
                 .map_err(|e| format!("cannot pack the experiments of {}: {e}", chapter.slug))?;
-            kept.push(file);
-            Ok(Download {
+            let download = Download {
                 chapter: index,
                 file_name: archive_name(&chapter.slug),
                 bytes,
-            })
+            };
+            Ok((download, file))
         })
         .collect();
+    // The first problem in series order, as a pass chapter by chapter would have stopped at.
+    let packed: Vec<(Download, std::ffi::OsString)> =
+        packed.into_iter().collect::<Result<_, _>>()?;
+    let kept: Vec<std::ffi::OsString> = packed.iter().map(|(_, file)| file.clone()).collect();
     prune_archives(&store, &kept);
-    downloads
+    Ok(packed.into_iter().map(|(download, _)| download).collect())
 }
 
 /// [`archive`], kept in `store` under a hash of everything it packs (the project's name, its

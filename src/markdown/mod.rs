@@ -216,6 +216,25 @@ impl Parsed {
         let (doc, problems) = parse(&chapter);
         (Parsed { chapter, doc }, problems)
     }
+
+    /// [`Parsed::new`], kept in memory across `serve`'s rebuilds ([`crate::memo`]): the parse
+    /// reads only the chapter's path and text.
+    pub fn remembered(chapter: Chapter) -> (Parsed, Vec<Diagnostic>) {
+        static PARSES: crate::memo::Memo<(Doc, Vec<Diagnostic>)> = crate::memo::Memo::new();
+        let (doc, problems) = PARSES.get_or_make(
+            || {
+                blake3::Hasher::new()
+                    .update(chapter.path.as_os_str().as_encoded_bytes())
+                    .update(&[0])
+                    .update(chapter.source.as_bytes())
+                    .finalize()
+                    .to_hex()
+                    .to_string()
+            },
+            || parse(&chapter),
+        );
+        (Parsed { chapter, doc }, problems)
+    }
 }
 
 impl std::ops::Deref for Parsed {

@@ -342,17 +342,52 @@ fn flatten(shape: &[usize], data: &[lab_protocol::Number]) -> Vec<(String, f64)>
 /// rules that cannot be evaluated are errors; drift and failing claims are in the bindings
 /// (`Status::Drift`, `holds == Some(false)`), for the caller to report as it reports them.
 pub fn bind(series: Series<Ran>) -> (Series<Bound>, Vec<Diagnostic>) {
-    let index = ValueIndex::new(&series);
+    // In `serve`, a chapter's bindings are kept in memory ([`crate::memo`]) under a key of
+    // everything they read: the chapter's path and text, and of every chapter its slug, its
+    // results' identity and whether it lacks results (a quote may name any chapter's value),
+    // and the messages in force. A prose edit binds the edited chapter alone.
+    static BOUND: crate::memo::Memo<ChapterBindings> = crate::memo::Memo::new();
+    let index = std::sync::OnceLock::new();
+    let index = || index.get_or_init(|| ValueIndex::new(&series));
+    let shared = std::sync::OnceLock::new();
+    let shared = || {
+        shared.get_or_init(|| {
+            let mut key = blake3::Hasher::new();
+            key.update(format!("{:?}", crate::messages::current()).as_bytes());
+            for c in &series.chapters {
+                key.update(c.slug.as_bytes())
+                    .update(&[0, u8::from(c.lacks_results())]);
+                let identity = c.run.as_ref().map(|r| r.identity()).unwrap_or_default();
+                key.update(identity.as_bytes()).update(&[0]);
+            }
+            key.finalize()
+        })
+    };
     // Chapter by chapter in parallel; the problems in the order of a sequential pass: every
     // chapter's quotes, then every chapter's claims, then the grid points.
-    let bound: Vec<_> = series
+    let bound: Vec<ChapterBindings> = series
         .chapters
         .par_iter()
         .map(|chapter| {
-            (
-                chapter_quotes(&series, &index, chapter),
-                chapter_claims(&series, &index, chapter),
-                bind_points(&series, &index, chapter),
+            BOUND.get_or_make(
+                || {
+                    blake3::Hasher::new()
+                        .update(shared().as_bytes())
+                        .update(chapter.path.as_os_str().as_encoded_bytes())
+                        .update(&[0])
+                        .update(chapter.source.as_bytes())
+                        .finalize()
+                        .to_hex()
+                        .to_string()
+                },
+                || {
+                    let index = index();
+                    (
+                        chapter_quotes(&series, index, chapter),
+                        chapter_claims(&series, index, chapter),
+                        bind_points(&series, index, chapter),
+                    )
+                },
             )
         })
         .collect();
@@ -382,6 +417,13 @@ pub fn bind(series: Series<Ran>) -> (Series<Bound>, Vec<Diagnostic>) {
     });
     (series, errors)
 }
+
+/// One chapter's bound quotes, claims and grid points, each with its problems.
+type ChapterBindings = (
+    (Vec<Binding>, Vec<Diagnostic>),
+    (Vec<claims::ClaimBinding>, Vec<Diagnostic>),
+    (Vec<BoundPoint>, Vec<Diagnostic>),
+);
 
 /// Binds a chapter's quotes and claims at each of its grid points (see [`BoundPoint`]); the
 /// problems found inside a passage of the point's parameter are reported with the point.

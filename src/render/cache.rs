@@ -334,6 +334,14 @@ pub enum Output {
         /// The length of its bytes.
         len: u64,
     },
+    /// Bytes joined from parts in order (a page assembled from stored pieces: see
+    /// `render::print`), each read only when the whole must be written.
+    Joined {
+        /// The parts, in order.
+        parts: Vec<Output>,
+        /// A key made of the parts' keys, when every part has one.
+        key: Option<String>,
+    },
 }
 
 impl From<Vec<u8>> for Output {
@@ -346,8 +354,33 @@ impl Output {
     /// The key of the bytes in the store, if they are stored.
     pub fn key(&self) -> Option<&str> {
         match self {
-            Output::Made { key, .. } => key.as_deref(),
+            Output::Made { key, .. } | Output::Joined { key, .. } => key.as_deref(),
             Output::Kept { key, .. } => Some(key),
+        }
+    }
+
+    /// `parts` joined in order, keyed by their keys (no key when one of them has none).
+    pub fn joined(parts: Vec<Output>) -> Output {
+        let mut key = Key::new("joined output");
+        let mut keyed = true;
+        for part in &parts {
+            match part.key() {
+                Some(k) => {
+                    key.bytes(k.as_bytes());
+                }
+                // A part without a key is known by its bytes (the small pieces between
+                // stored ones).
+                None => match part {
+                    Output::Made { bytes, .. } => {
+                        key.bytes(bytes);
+                    }
+                    _ => keyed = false,
+                },
+            }
+        }
+        Output::Joined {
+            parts,
+            key: keyed.then(|| key.finish()),
         }
     }
 
@@ -356,6 +389,7 @@ impl Output {
         match self {
             Output::Made { bytes, .. } => bytes.len() as u64,
             Output::Kept { len, .. } => *len,
+            Output::Joined { parts, .. } => parts.iter().map(Output::len).sum(),
         }
     }
 
@@ -380,15 +414,65 @@ impl Output {
                         ),
                     )
                 }),
+            Output::Joined { parts, .. } => {
+                let len = parts.iter().map(Output::len).sum::<u64>();
+                let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
+                for part in parts {
+                    bytes.extend_from_slice(&part.into_bytes()?);
+                }
+                Ok(bytes)
+            }
         }
+    }
+
+    /// Writes the bytes to `to`, part after part; a stored entry is copied from its file (by
+    /// the kernel, where it can) rather than read into memory first.
+    pub fn write_to(self, to: &mut std::fs::File) -> std::io::Result<()> {
+        match self {
+            Output::Made { bytes, .. } => std::io::Write::write_all(to, &bytes),
+            Output::Kept { path, len, .. } => copy_checked(&path, len, to),
+            Output::Joined { parts, .. } => {
+                parts.into_iter().try_for_each(|part| part.write_to(to))
+            }
+        }
+    }
+}
+
+/// Copies the bytes of the stored blob at `path` to `to`, checking, as [`read_checked`] does,
+/// that it is whole and holds `len` bytes.
+fn copy_checked(path: &Path, len: u64, to: &mut std::fs::File) -> std::io::Result<()> {
+    use std::io::Read;
+    let changed = || {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!(
+                "the stored page {} changed during the build",
+                path.display()
+            ),
+        )
+    };
+    let mut file = std::fs::File::open(path)?;
+    if blob_length(&mut file) != Some(len) {
+        return Err(changed());
+    }
+    let copied = std::io::copy(&mut file.take(len), to)?;
+    if copied == len {
+        Ok(())
+    } else {
+        Err(changed())
     }
 }
 
 /// The length of the bytes of the whole stored blob at `path`, from its header and its
 /// size, without reading the bytes.
 fn stored_length(path: &Path) -> Option<u64> {
+    blob_length(&mut std::fs::File::open(path).ok()?)
+}
+
+/// The length of the blob's bytes from the header of `file` (left just after the header), if
+/// the file is a whole blob of that length.
+fn blob_length(file: &mut std::fs::File) -> Option<u64> {
     use std::io::Read;
-    let mut file = std::fs::File::open(path).ok()?;
     let mut header = [0u8; BLOB_MAGIC.len() + 8];
     file.read_exact(&mut header).ok()?;
     if header[..BLOB_MAGIC.len()] != BLOB_MAGIC[..] {
@@ -406,17 +490,13 @@ const BLOB_MAGIC: &[u8; 8] = b"attnbk1\n";
 /// its key) that has its full length; a file that is anything else is a miss. The bytes are
 /// not hashed again: that would cost a no-change build more than a tenth of its budget.
 fn read_checked(path: &Path) -> Option<Vec<u8>> {
-    let mut bytes = std::fs::read(path).ok()?;
-    let header = BLOB_MAGIC.len() + 8;
-    if bytes.len() < header || bytes[..BLOB_MAGIC.len()] != BLOB_MAGIC[..] {
-        return None;
-    }
-    let length = u64::from_le_bytes(bytes[BLOB_MAGIC.len()..header].try_into().ok()?);
-    if length != (bytes.len() - header) as u64 {
-        return None;
-    }
-    bytes.drain(..header);
-    Some(bytes)
+    use std::io::Read;
+    let mut file = std::fs::File::open(path).ok()?;
+    let length = blob_length(&mut file)?;
+    // Read straight into a buffer of the right size (no copy to drop the header after).
+    let mut bytes = Vec::with_capacity(usize::try_from(length).ok()?);
+    file.take(length).read_to_end(&mut bytes).ok()?;
+    (bytes.len() as u64 == length).then_some(bytes)
 }
 
 fn write_checked(dir: &Path, path: &Path, bytes: &[u8]) {

@@ -116,7 +116,7 @@ impl AsRef<Bound> for Page {
 pub struct Templates {
     /// Parsed on the first page that has to be rendered when this set of templates is known to
     /// parse ([`Templates::load`]); parsing them was 7 % of a build that renders nothing.
-    tera: std::sync::OnceLock<Result<Tera, Diagnostic>>,
+    tera: std::sync::OnceLock<Result<std::sync::Arc<Tera>, Diagnostic>>,
     /// Every template's name and text, for the parse.
     pairs: Vec<(String, String)>,
     fingerprint: String,
@@ -141,7 +141,9 @@ impl Templates {
         let known = format!("{}\n{fingerprint}", cache::binary_identity());
         let tera = std::sync::OnceLock::new();
         if std::fs::read_to_string(&parsed).ok().as_deref() != Some(known.as_str()) {
-            let _ = tera.set(Ok(parse_templates(&pairs).map_err(|e| vec![e])?));
+            let _ = tera.set(Ok(
+                parsed_templates(&pairs, &fingerprint).map_err(|e| vec![e])?
+            ));
             let _ = std::fs::create_dir_all(render_cache_dir(root));
             let _ = std::fs::write(&parsed, known);
         }
@@ -189,6 +191,39 @@ impl Templates {
         })
     }
 
+    /// Whether `template` only ever prints the attribute `field` of a value whole and unescaped
+    /// (`{{ chapter.content | safe }}`), never tests, filters or passes it on: then a page can be
+    /// rendered with a stand-in for each value and the values put in their places after, the
+    /// same bytes (the print page's 9 MB of chapter bodies never go through Tera). Conservative
+    /// like [`Templates::may_read`]: an unknown template, a computed subscript, `json_encode` or
+    /// `__tera_context` say no.
+    pub fn passes_through(&self, template: &str, field: &str) -> bool {
+        let Some(texts) = self.reach.get(template) else {
+            return false;
+        };
+        let printed = regex_lite::Regex::new(&format!(
+            r"\{{\{{-?\s*[A-Za-z_][A-Za-z0-9_]*\.{}\s*\|\s*safe\s*-?\}}\}}",
+            regex_lite::escape(field)
+        ))
+        .expect("a valid pattern");
+        let dotted = format!(".{field}");
+        texts.iter().all(|text| {
+            let uses = text
+                .match_indices(dotted.as_str())
+                .filter(|(at, _)| {
+                    !text[at + dotted.len()..]
+                        .starts_with(|c: char| c.is_alphanumeric() || c == '_')
+                })
+                .count();
+            !text.contains("json_encode")
+                && !text.contains("__tera_context")
+                && !computed_subscript(text)
+                && !text.contains(&format!("[\"{field}\"]"))
+                && !text.contains(&format!("['{field}']"))
+                && uses == printed.find_iter(text).count()
+        })
+    }
+
     /// The page store (for the parts of pages kept on their own).
     pub fn store(&self) -> &cache::Blobs {
         &self.store
@@ -218,7 +253,7 @@ impl Templates {
             }
             let tera = self
                 .tera
-                .get_or_init(|| parse_templates(&self.pairs))
+                .get_or_init(|| parsed_templates(&self.pairs, &self.fingerprint))
                 .as_ref()
                 .map_err(Clone::clone)?;
             let page = tera
@@ -266,6 +301,12 @@ impl<'a> PageContext<'a> {
             .push(Box::new(move |context| context.insert(name, &value)));
     }
 
+    /// Marks the page as one of a kind of its own (`what`), so two renderings of one template
+    /// with the same values (a page and its shell with stand-ins) are not one stored page.
+    pub fn kind(&mut self, what: &str) {
+        self.key.bytes(b"kind").bytes(what.as_bytes());
+    }
+
     /// A value made only when the page is rendered, keyed by `key`: everything `make` reads.
     pub fn insert_with<K: Serialize + ?Sized, T: Serialize>(
         &mut self,
@@ -288,6 +329,20 @@ pub fn load_templates(root: &Path) -> Result<Tera, Vec<Diagnostic>> {
 /// `.attnbook/cache/render` of the site at `root`.
 fn render_cache_dir(root: &Path) -> std::path::PathBuf {
     root.join(".attnbook/cache/render")
+}
+
+/// [`parse_templates`], kept in memory across `serve`'s rebuilds ([`crate::memo`]) under
+/// `fingerprint`, the hash of every template's name and text.
+fn parsed_templates(
+    pairs: &[(String, String)],
+    fingerprint: &str,
+) -> Result<std::sync::Arc<Tera>, Diagnostic> {
+    static PARSED: crate::memo::Memo<Result<std::sync::Arc<Tera>, Diagnostic>> =
+        crate::memo::Memo::new();
+    PARSED.get_or_make(
+        || fingerprint.to_string(),
+        || parse_templates(pairs).map(std::sync::Arc::new),
+    )
 }
 
 /// The templates parsed by Tera, with the site's escaping and filters.
@@ -917,7 +972,7 @@ mod reads_tests {
         let mut tera = Tera::default();
         tera.add_raw_templates(pairs.clone()).unwrap();
         Templates {
-            tera: std::sync::OnceLock::from(Ok(tera)),
+            tera: std::sync::OnceLock::from(Ok(std::sync::Arc::new(tera))),
             pairs: pairs.clone(),
             fingerprint: String::new(),
             reach: template_reach(&pairs),

@@ -27,6 +27,7 @@ use crate::content::Series;
 use crate::diagnostic::Diagnostic;
 use crate::render::Page;
 
+use super::cache::Output;
 use super::{MetaView, PageContext, SiteView, Templates, cache};
 
 /// Where the print page is written, relative to the output directory: beside `index.html`
@@ -62,14 +63,145 @@ struct PrintKey<'a> {
     body: &'a str,
 }
 
-/// Renders the print page; `intro_html` is the rendered `intro` of site.toml. The chapters'
-/// bodies are scoped (the regular-expression pass over every tag of the series) only when the
-/// page is not in the store: the key holds each body's digest and everything the scope reads.
+/// Renders the print page; `intro_html` is the rendered `intro` of site.toml.
+///
+/// The page is assembled from parts: each chapter's scoped body (the regular-expression pass
+/// over every tag of the body) is kept in the page store under a key of the body's digest and
+/// everything the scope reads, so an edit of one chapter scopes only that one; the template is
+/// rendered with a stand-in for each body, and the bodies take their places as the page is
+/// written, read from the store only if the page must be written at all. The 9 MB of bodies
+/// thus never pass through Tera's context, its renderer or the sanitize pass again (they are
+/// sanitized once, when scoped). A template that does more with a body than print it whole
+/// (`{{ chapter.content | safe }}`) gets the bodies themselves, the same bytes either way.
 pub fn page(
     templates: &Templates,
     series: &Series<Page>,
     intro_html: &str,
 ) -> Result<super::cache::Output, Diagnostic> {
+    let base_path = SiteView::new(&series.config).base_path;
+    let mut all_slugs: Vec<&str> = series.chapters.iter().map(|c| c.slug.as_str()).collect();
+    all_slugs.sort_unstable();
+    let slugs: HashSet<&str> = all_slugs.iter().copied().collect();
+    let store = templates.store();
+    let parts: Vec<Output> = series
+        .chapters
+        .par_iter()
+        .map(|c| {
+            let key = cache::Key::new("print body")
+                .bytes(cache::binary_identity().as_bytes())
+                .bytes(c.digest.as_bytes())
+                .bytes(c.slug.as_bytes())
+                .bytes(base_path.as_bytes())
+                .json(&all_slugs)
+                .finish();
+            let scope = || {
+                let scoped = scoped_html(
+                    &without_previews(&c.html),
+                    &Scope {
+                        slug: &c.slug,
+                        base_path: &base_path,
+                        chapters: &slugs,
+                    },
+                );
+                // The part is sanitized as the whole page would be (character by character,
+                // so the joined page is the same).
+                match crate::text::sanitize(&scoped) {
+                    std::borrow::Cow::Borrowed(_) => scoped.into_bytes(),
+                    std::borrow::Cow::Owned(clean) => clean.into_bytes(),
+                }
+            };
+            store
+                .output_or_make(&key, || Ok::<_, std::convert::Infallible>(scope()))
+                .unwrap_or_else(|never| match never {})
+        })
+        .collect();
+    if templates.passes_through(PATH, "content") {
+        // Stand-ins no source can hold: they name the parts' keys, which hash the bodies.
+        let nonce = parts
+            .iter()
+            .fold(cache::Key::new("print stand-ins"), |mut key, part| {
+                key.bytes(part.key().unwrap_or_default().as_bytes());
+                key
+            })
+            .finish();
+        let stand_ins: Vec<String> = (0..parts.len())
+            .map(|i| format!("<!--attnbook-part-{}-{i}-->", &nonce[..16]))
+            .collect();
+        let shell = render(templates, series, intro_html, "shell", |i| {
+            stand_ins[i].clone()
+        })?;
+        match assembled(shell, &stand_ins, parts) {
+            Ok(page) => return Ok(page),
+            Err(parts) => return whole(templates, series, intro_html, parts),
+        }
+    }
+    whole(templates, series, intro_html, parts)
+}
+
+/// The page rendered with the bodies themselves in the template's context.
+fn whole(
+    templates: &Templates,
+    series: &Series<Page>,
+    intro_html: &str,
+    parts: Vec<Output>,
+) -> Result<Output, Diagnostic> {
+    let bodies: Vec<String> = parts
+        .into_iter()
+        .map(|part| {
+            part.into_bytes()
+                .ok()
+                .and_then(|bytes| String::from_utf8(bytes).ok())
+                .unwrap_or_default()
+        })
+        .collect();
+    render(templates, series, intro_html, "whole", |i| {
+        bodies[i].clone()
+    })
+}
+
+/// `shell` with each stand-in replaced by its part; the parts back when a stand-in is not
+/// there exactly once, in order (the template left a body out, printed it twice or changed it).
+fn assembled(
+    shell: Output,
+    stand_ins: &[String],
+    parts: Vec<Output>,
+) -> Result<Output, Vec<Output>> {
+    let Ok(shell) = shell.into_bytes() else {
+        return Err(parts);
+    };
+    let mut cuts = Vec::with_capacity(stand_ins.len());
+    let mut from = 0;
+    for stand_in in stand_ins {
+        let needle = stand_in.as_bytes();
+        let found = memchr::memmem::find_iter(&shell, needle).collect::<Vec<_>>();
+        match found[..] {
+            [at] if at >= from => {
+                cuts.push(at);
+                from = at + needle.len();
+            }
+            _ => return Err(parts),
+        }
+    }
+    let mut joined = Vec::with_capacity(parts.len() * 2 + 1);
+    let mut kept = 0;
+    for ((at, stand_in), part) in cuts.into_iter().zip(stand_ins).zip(parts) {
+        joined.push(Output::from(shell[kept..at].to_vec()));
+        joined.push(part);
+        kept = at + stand_in.len();
+    }
+    joined.push(Output::from(shell[kept..].to_vec()));
+    Ok(Output::joined(joined))
+}
+
+/// The print page through its template, each chapter's `content` made by `content`;
+/// `kind` tells the two renderings apart in the store.
+fn render(
+    templates: &Templates,
+    series: &Series<Page>,
+    intro_html: &str,
+    kind: &str,
+    content: impl Fn(usize) -> String + Sync,
+) -> Result<Output, Diagnostic> {
     let site = SiteView::new(&series.config);
     let keys: Vec<PrintKey<'_>> = series
         .chapters
@@ -83,61 +215,24 @@ pub fn page(
             body: &c.digest,
         })
         .collect();
-    let base_path = site.base_path.clone();
-    // Each chapter's scoped body is kept too, so an edit of one chapter scopes only that one.
-    let mut all_slugs: Vec<&str> = series.chapters.iter().map(|c| c.slug.as_str()).collect();
-    all_slugs.sort_unstable();
-    let store = templates.store();
-    let scoped_keys: Vec<String> = series
-        .chapters
-        .iter()
-        .map(|c| {
-            let key = cache::Key::new("print body")
-                .bytes(cache::binary_identity().as_bytes())
-                .bytes(c.digest.as_bytes())
-                .bytes(c.slug.as_bytes())
-                .bytes(base_path.as_bytes())
-                .json(&all_slugs)
-                .finish();
-            store.keep(&key);
-            key
-        })
-        .collect();
     let slugs: HashSet<&str> = series.chapters.iter().map(|c| c.slug.as_str()).collect();
     let mut context = PageContext::new();
-    let chapter_slugs = &slugs;
+    context.kind(kind);
     context.insert_with(
         "chapters",
         &(&keys, &site.base_path),
         move || -> Vec<PrintChapter<'_>> {
             series
                 .chapters
-                .par_iter()
-                .zip(&scoped_keys)
-                .map(|(c, key)| {
-                    let scope = || {
-                        scoped_html(
-                            &without_previews(&c.html),
-                            &Scope {
-                                slug: &c.slug,
-                                base_path: &base_path,
-                                chapters: chapter_slugs,
-                            },
-                        )
-                    };
-                    let content = store
-                        .get_or_make(key, || Ok::<_, ()>(scope().into_bytes()))
-                        .ok()
-                        .and_then(|bytes| String::from_utf8(bytes).ok())
-                        .unwrap_or_else(scope);
-                    PrintChapter {
-                        id: &c.slug,
-                        number: c.front.number,
-                        appendix: c.is_appendix(),
-                        title: &c.front.title,
-                        summary: c.front.summary.as_deref(),
-                        content,
-                    }
+                .iter()
+                .enumerate()
+                .map(|(i, c)| PrintChapter {
+                    id: &c.slug,
+                    number: c.front.number,
+                    appendix: c.is_appendix(),
+                    title: &c.front.title,
+                    summary: c.front.summary.as_deref(),
+                    content: content(i),
                 })
                 .collect()
         },
@@ -164,7 +259,7 @@ pub fn page(
     };
     context.insert("intro_html", scoped_html(intro_html, &intro_scope));
     context.insert("site", site);
-    templates.render("print.html", context)
+    templates.render(PATH, context)
 }
 
 /// A chapter body without its previews of other pages' targets (`template.preview`): on the

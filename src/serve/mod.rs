@@ -93,6 +93,8 @@ fn serve(plan: &ServePlan) -> Result<Infallible, Diagnostic> {
     // Every rebuild runs in this process: the experiments' results are parsed once per change.
     crate::lab::remember_loaded_runs();
     crate::render::html::remember_large_escapes();
+    // ... and a chapter is parsed and bound, and the templates parsed, once per change.
+    crate::memo::enable();
     // Bind and watch before the first build: a taken port should fail at once, not after it.
     let (listener, addr) = bind(plan.addr)?;
     let mut watch = Watch::start(&plan.build)?;

@@ -271,9 +271,20 @@ pub(super) fn write_site(
             .as_deref()
             .is_some_and(|key| recorded.holds(&rel, key, &path));
         if !known {
-            let bytes = output.into_bytes().map_err(|e| io("write", e))?;
-            if !holds(&path, &bytes) {
-                replace(&path, &bytes).map_err(|e| io("write", e))?;
+            // Bytes that cannot be the file's (another length, or a file left as another key's
+            // page) are written without reading the old ones.
+            let superseded = key
+                .as_deref()
+                .is_some_and(|key| recorded.superseded(&rel, key, &path));
+            let same_length = std::fs::symlink_metadata(&path)
+                .is_ok_and(|m| m.is_file() && m.len() == output.len());
+            if superseded || !same_length {
+                replace_with(&path, output).map_err(|e| io("write", e))?;
+            } else {
+                let bytes = output.into_bytes().map_err(|e| io("write", e))?;
+                if !holds(&path, &bytes) {
+                    replace(&path, &bytes).map_err(|e| io("write", e))?;
+                }
             }
         }
         if let Some(entry) = key.and_then(|key| Entry::of(&path, key)) {
@@ -389,6 +400,16 @@ impl Manifest {
         })
     }
 
+    /// True if `path` (at `rel`) is still the file written from the page stored under a key
+    /// other than `key`: its bytes are another page's, not worth reading to compare (two keys
+    /// seldom name the same bytes, and then the file is only written again).
+    fn superseded(&self, rel: &Path, key: &str, path: &Path) -> bool {
+        self.files.get(rel).is_some_and(|recorded| {
+            recorded.key != key
+                && Entry::of(path, recorded.key.clone()).is_some_and(|now| now == *recorded)
+        })
+    }
+
     /// Removes the manifests of every tree but `trees`.
     fn tidy(dir: &Path, trees: &[&Path]) {
         let keep: Vec<PathBuf> = trees
@@ -415,6 +436,16 @@ fn replace(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         _ => {}
     }
     std::fs::write(path, bytes)
+}
+
+/// [`replace`] with the bytes of `output`, streamed part after part (the print page's parts
+/// are copied from the page store, never gathered in memory).
+fn replace_with(path: &Path, output: Output) -> std::io::Result<()> {
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+        _ => {}
+    }
+    output.write_to(&mut std::fs::File::create(path)?)
 }
 
 /// True if the regular file at `path` holds exactly `bytes` (pruning left only regular files

@@ -183,7 +183,7 @@ fn parse_all(series: Series, diagnostics: &mut Diagnostics) -> Series<Parsed> {
     let mut problems = Vec::new();
     let series = series.map_chapters(|chapters| {
         let (parsed, found): (Vec<Parsed>, Vec<Vec<Diagnostic>>) =
-            chapters.into_par_iter().map(Parsed::new).unzip();
+            chapters.into_par_iter().map(Parsed::remembered).unzip();
         problems = found;
         parsed
     });
@@ -624,6 +624,7 @@ pub fn build(plan: &BuildPlan) -> Outcome {
         .extend(check_output_dir(&plan.root, &plan.out, plan.force).err());
     let started = Instant::now();
     let mut timings = Timings::new();
+    crate::memo::next_build();
     lab::prefetch_toolchain();
     // Taken before anything is read: an edit saved during the build makes the next one full.
     let inputs = unchanged::Inputs::of(plan);
@@ -693,6 +694,9 @@ pub fn build(plan: &BuildPlan) -> Outcome {
         Err(e) => out.diagnostics.extend(e),
     }
     out.sources = Some(series.sources());
+    // Freeing the series' pages and parses takes milliseconds that `serve`'s reload need not
+    // wait for.
+    std::thread::spawn(move || drop(series));
     out
 }
 
