@@ -14,7 +14,14 @@ use proc_macro2::{TokenStream, TokenTree};
 use syn::visit::Visit;
 
 /// Modules every stage may use; they use only each other.
-const GROUND: &[&str] = &["diagnostic", "text", "config", "interrupt", "messages"];
+const GROUND: &[&str] = &[
+    "diagnostic",
+    "text",
+    "config",
+    "interrupt",
+    "messages",
+    "memo",
+];
 
 /// The stages of `src/`, in pipeline order (DESIGN §2), then the entry points that drive them.
 /// Written once here: a module may import only the ground and the stages up to its own.
