@@ -803,8 +803,9 @@ fn a_large_asset_is_streamed_and_slow_clients_cost_no_memory() {
 
 /// `serve` keeps chapters' parses and bindings and the parsed templates in memory between its
 /// rebuilds (src/memo.rs). After a prose edit, an edit of the value another chapter quotes
-/// (whose binding must follow though that chapter's text did not change) and an edit of a
-/// template, what it wrote is byte for byte what a fresh `build` of the same sources writes.
+/// (whose binding must follow though that chapter's text did not change), a line added above
+/// that value's block (the quote links the line that recorded it) and an edit of a template,
+/// what it wrote is byte for byte what a fresh `build` of the same sources writes.
 #[test]
 fn what_serve_keeps_between_rebuilds_changes_nothing_it_writes() {
     let site = Site::fixture("provenance");
@@ -839,6 +840,19 @@ fn what_serve_keeps_between_rebuilds_changes_nothing_it_writes() {
         &source.replace("lab.value(\"shown\", 2.0);", "lab.value(\"shown\", 6.0);"),
     );
     generation = wait(generation, "an edit of a quoted value");
+    // A line added above the quoted chapter's blocks: its values were recorded two lines
+    // further down, which the other chapter's quote links.
+    let source = site.read("content/01-src.md");
+    site.write(
+        "content/01-src.md",
+        &source.replacen(
+            "drifted quote [9]{=shown}.\n",
+            "drifted quote [9]{=shown}.\n\nOne more line.\n",
+            1,
+        ),
+    );
+    assert_ne!(site.read("content/01-src.md"), source);
+    generation = wait(generation, "a prose edit above the quoted blocks");
     std::fs::create_dir_all(site.path("templates")).unwrap();
     site.write(
         "templates/404.html",

@@ -344,8 +344,9 @@ fn flatten(shape: &[usize], data: &[lab_protocol::Number]) -> Vec<(String, f64)>
 pub fn bind(series: Series<Ran>) -> (Series<Bound>, Vec<Diagnostic>) {
     // In `serve`, a chapter's bindings are kept in memory ([`crate::memo`]) under a key of
     // everything they read: the chapter's path and text, and of every chapter its slug, its
-    // results' identity and whether it lacks results (a quote may name any chapter's value),
-    // and the messages in force. A prose edit binds the edited chapter alone.
+    // results' identity, whether it lacks results and the lines of its blocks (a quote may
+    // name any chapter's value, and links the line that recorded it), and the messages in
+    // force. A prose edit binds the edited chapter alone, or every chapter if it moved a block.
     static BOUND: crate::memo::Memo<ChapterBindings> = crate::memo::Memo::new();
     let index = std::sync::OnceLock::new();
     let index = || index.get_or_init(|| ValueIndex::new(&series));
@@ -359,6 +360,16 @@ pub fn bind(series: Series<Ran>) -> (Series<Bound>, Vec<Diagnostic>) {
                     .update(&[0, u8::from(c.lacks_results())]);
                 let identity = c.run.as_ref().map(|r| r.identity()).unwrap_or_default();
                 key.update(identity.as_bytes()).update(&[0]);
+                // Where its values were recorded: the Markdown line of each line of its
+                // blocks (a prose edit above a block moves them).
+                for block in &c.doc.experiments {
+                    key.update(&(block.lines.len() as u64).to_le_bytes());
+                    for line in &block.lines {
+                        key.update(&(line.line as u64).to_le_bytes())
+                            .update(line.code.as_bytes())
+                            .update(&[0]);
+                    }
+                }
             }
             key.finalize()
         })

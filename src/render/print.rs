@@ -83,6 +83,22 @@ pub fn page(
     all_slugs.sort_unstable();
     let slugs: HashSet<&str> = all_slugs.iter().copied().collect();
     let store = templates.store();
+    // Scoped and sanitized as the whole page would be (character by character, so the joined
+    // page is the same).
+    let scope = |c: &Page| {
+        let scoped = scoped_html(
+            &without_previews(&c.html),
+            &Scope {
+                slug: &c.slug,
+                base_path: &base_path,
+                chapters: &slugs,
+            },
+        );
+        match crate::text::sanitize(&scoped) {
+            std::borrow::Cow::Borrowed(_) => scoped.into_bytes(),
+            std::borrow::Cow::Owned(clean) => clean.into_bytes(),
+        }
+    };
     let parts: Vec<Output> = series
         .chapters
         .par_iter()
@@ -94,27 +110,23 @@ pub fn page(
                 .bytes(base_path.as_bytes())
                 .json(&all_slugs)
                 .finish();
-            let scope = || {
-                let scoped = scoped_html(
-                    &without_previews(&c.html),
-                    &Scope {
-                        slug: &c.slug,
-                        base_path: &base_path,
-                        chapters: &slugs,
-                    },
-                );
-                // The part is sanitized as the whole page would be (character by character,
-                // so the joined page is the same).
-                match crate::text::sanitize(&scoped) {
-                    std::borrow::Cow::Borrowed(_) => scoped.into_bytes(),
-                    std::borrow::Cow::Owned(clean) => clean.into_bytes(),
-                }
-            };
             store
-                .output_or_make(&key, || Ok::<_, std::convert::Infallible>(scope()))
+                .output_or_make(&key, || Ok::<_, std::convert::Infallible>(scope(c)))
                 .unwrap_or_else(|never| match never {})
         })
         .collect();
+    // A stored body that cannot be read back (removed during the build) is scoped again.
+    let bodies = |parts: Vec<Output>| -> Vec<String> {
+        parts
+            .into_iter()
+            .zip(&series.chapters)
+            .map(|(part, c)| {
+                let bytes = part.into_bytes().unwrap_or_else(|_| scope(c));
+                String::from_utf8(bytes)
+                    .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+            })
+            .collect()
+    };
     if templates.passes_through(PATH, "content") {
         // Stand-ins no source can hold: they name the parts' keys, which hash the bodies.
         let nonce = parts
@@ -132,28 +144,16 @@ pub fn page(
         })?;
         match assembled(shell, &stand_ins, parts) {
             Ok(page) => return Ok(page),
-            Err(parts) => return whole(templates, series, intro_html, parts),
+            Err(parts) => {
+                let bodies = bodies(parts);
+                return render(templates, series, intro_html, "whole", |i| {
+                    bodies[i].clone()
+                });
+            }
         }
     }
-    whole(templates, series, intro_html, parts)
-}
-
-/// The page rendered with the bodies themselves in the template's context.
-fn whole(
-    templates: &Templates,
-    series: &Series<Page>,
-    intro_html: &str,
-    parts: Vec<Output>,
-) -> Result<Output, Diagnostic> {
-    let bodies: Vec<String> = parts
-        .into_iter()
-        .map(|part| {
-            part.into_bytes()
-                .ok()
-                .and_then(|bytes| String::from_utf8(bytes).ok())
-                .unwrap_or_default()
-        })
-        .collect();
+    // The page rendered with the bodies themselves in the template's context.
+    let bodies = bodies(parts);
     render(templates, series, intro_html, "whole", |i| {
         bodies[i].clone()
     })
