@@ -639,6 +639,11 @@ impl Server {
     /// Waits until the generation passes `since` (the server finished a build after a change);
     /// returns the new generation.
     fn wait_for_build_after(&self, since: u64, what: &str) -> u64 {
+        self.wait_for_build_within(since, what, PATIENCE)
+    }
+
+    /// [`Server::wait_for_build_after`], waiting at most `patience`.
+    fn wait_for_build_within(&self, since: u64, what: &str, patience: Duration) -> u64 {
         let started = Instant::now();
         loop {
             let generation = self.generation();
@@ -646,7 +651,7 @@ impl Server {
                 return generation;
             }
             assert!(
-                started.elapsed() < PATIENCE,
+                started.elapsed() < patience,
                 "no rebuild after {what}:\n{}",
                 self.log()
             );
@@ -811,21 +816,9 @@ fn what_serve_keeps_between_rebuilds_changes_nothing_it_writes() {
     let site = Site::fixture("provenance");
     let server = Server::start(&site);
     let mut generation = server.generation();
+    // Editing a block compiles the experiments again, in debug mode, on shared cores.
     let wait = |since: u64, what: &str| {
-        let started = Instant::now();
-        loop {
-            let now = server.generation();
-            if now > since {
-                return now;
-            }
-            // Editing a block compiles the experiments again, in debug mode, on shared cores.
-            assert!(
-                started.elapsed() < Duration::from_secs(300),
-                "no rebuild after {what}:\n{}",
-                server.log()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        server.wait_for_build_within(since, what, Duration::from_secs(300))
     };
     let quoting = site.read("content/02-use.md");
     site.write(

@@ -105,6 +105,15 @@ impl Chapter {
     pub fn location(&self, span: std::ops::Range<usize>) -> Location {
         Location::in_lines(&self.path, &self.source, &self.line_starts, span)
     }
+
+    /// The chapter's path and text hashed into `key`, after whatever it already holds: all a
+    /// chapter loaded from them is (its slug, front matter and lines derive from the two).
+    pub fn key_with(&self, mut key: blake3::Hasher) -> String {
+        key.update(self.path.as_os_str().as_encoded_bytes())
+            .update(&[0])
+            .update(self.source.as_bytes());
+        key.finalize().to_hex().to_string()
+    }
 }
 
 /// `content/07-multi-head.md` -> `multi-head`.

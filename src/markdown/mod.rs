@@ -222,15 +222,7 @@ impl Parsed {
     pub fn remembered(chapter: Chapter) -> (Parsed, Vec<Diagnostic>) {
         static PARSES: crate::memo::Memo<(Doc, Vec<Diagnostic>)> = crate::memo::Memo::new();
         let (doc, problems) = PARSES.get_or_make(
-            || {
-                blake3::Hasher::new()
-                    .update(chapter.path.as_os_str().as_encoded_bytes())
-                    .update(&[0])
-                    .update(chapter.source.as_bytes())
-                    .finalize()
-                    .to_hex()
-                    .to_string()
-            },
+            || chapter.key_with(blake3::Hasher::new()),
             || parse(&chapter),
         );
         (Parsed { chapter, doc }, problems)

@@ -382,14 +382,9 @@ pub fn bind(series: Series<Ran>) -> (Series<Bound>, Vec<Diagnostic>) {
         .map(|chapter| {
             BOUND.get_or_make(
                 || {
-                    blake3::Hasher::new()
-                        .update(shared().as_bytes())
-                        .update(chapter.path.as_os_str().as_encoded_bytes())
-                        .update(&[0])
-                        .update(chapter.source.as_bytes())
-                        .finalize()
-                        .to_hex()
-                        .to_string()
+                    let mut key = blake3::Hasher::new();
+                    key.update(shared().as_bytes());
+                    chapter.key_with(key)
                 },
                 || {
                     let index = index();
