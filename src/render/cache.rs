@@ -405,15 +405,7 @@ impl Output {
             Output::Made { bytes, .. } => Ok(bytes),
             Output::Kept { path, len, .. } => read_checked(&path)
                 .filter(|bytes| bytes.len() as u64 == len)
-                .ok_or_else(|| {
-                    std::io::Error::new(
-                        std::io::ErrorKind::InvalidData,
-                        format!(
-                            "the stored page {} changed during the build",
-                            path.display()
-                        ),
-                    )
-                }),
+                .ok_or_else(|| changed_during_build(&path)),
             Output::Joined { parts, .. } => {
                 let len = parts.iter().map(Output::len).sum::<u64>();
                 let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
@@ -438,19 +430,22 @@ impl Output {
     }
 }
 
+/// The error for a stored entry that is gone or no longer whole when it is read.
+fn changed_during_build(path: &Path) -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::InvalidData,
+        format!(
+            "the stored page {} changed during the build",
+            path.display()
+        ),
+    )
+}
+
 /// Copies the bytes of the stored blob at `path` to `to`, checking, as [`read_checked`] does,
 /// that it is whole and holds `len` bytes.
 fn copy_checked(path: &Path, len: u64, to: &mut std::fs::File) -> std::io::Result<()> {
     use std::io::Read;
-    let changed = || {
-        std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            format!(
-                "the stored page {} changed during the build",
-                path.display()
-            ),
-        )
-    };
+    let changed = || changed_during_build(path);
     let mut file = std::fs::File::open(path)?;
     if blob_length(&mut file) != Some(len) {
         return Err(changed());

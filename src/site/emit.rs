@@ -279,11 +279,11 @@ pub(super) fn write_site(
             let same_length = std::fs::symlink_metadata(&path)
                 .is_ok_and(|m| m.is_file() && m.len() == output.len());
             if superseded || !same_length {
-                replace_with(&path, output).map_err(|e| io("write", e))?;
+                replace(&path, output).map_err(|e| io("write", e))?;
             } else {
                 let bytes = output.into_bytes().map_err(|e| io("write", e))?;
                 if !holds(&path, &bytes) {
-                    replace(&path, &bytes).map_err(|e| io("write", e))?;
+                    replace(&path, Output::from(bytes)).map_err(|e| io("write", e))?;
                 }
             }
         }
@@ -427,20 +427,12 @@ impl Manifest {
     }
 }
 
-/// Writes `bytes` to `path` as a new file. A recycled tree's file is removed first, never
-/// written through: `serve` may still be sending it from the build before last, and a reader
-/// that has it open keeps reading the old bytes (the removed file lives until it is closed).
-fn replace(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    match std::fs::remove_file(path) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
-        _ => {}
-    }
-    std::fs::write(path, bytes)
-}
-
-/// [`replace`] with the bytes of `output`, streamed part after part (the print page's parts
-/// are copied from the page store, never gathered in memory).
-fn replace_with(path: &Path, output: Output) -> std::io::Result<()> {
+/// Writes the bytes of `output` to `path` as a new file, streamed part after part (the print
+/// page's parts are copied from the page store, never gathered in memory). A recycled tree's
+/// file is removed first, never written through: `serve` may still be sending it from the
+/// build before last, and a reader that has it open keeps reading the old bytes (the removed
+/// file lives until it is closed).
+fn replace(path: &Path, output: Output) -> std::io::Result<()> {
     match std::fs::remove_file(path) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
         _ => {}
